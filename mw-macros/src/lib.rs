@@ -1,0 +1,1 @@
+//! Procedural macros of `mw-runtime`; use them through the runtime (`mw::Message`, ...).

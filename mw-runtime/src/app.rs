@@ -1,0 +1,218 @@
+//! The hooks an application fills in: the papers' `_M_*` and `_W_*` functions.
+
+use std::fmt;
+
+use crate::codec::Message;
+use crate::config::Protocol;
+use crate::policy::PolicyName;
+use crate::tunables::TunablesHandle;
+
+/// The master's hooks: cut each iteration's work into tasks and put the results together.
+///
+/// The runtime calls [`partition`](Master::partition) at the start of every iteration, hands the
+/// tasks out to the workers in chunks (the policy decides their sizes), calls
+/// [`recover`](Master::recover) once per task with its result, then
+/// [`end_iteration`](Master::end_iteration). An empty task list ends the run.
+pub trait Master {
+    /// One unit of work, sent to a worker inside a chunk.
+    type Task: Message + Send + 'static;
+    /// What a worker returns for one task.
+    type Result: Message + Send + 'static;
+    /// Data every participating worker receives once per iteration (`()` for none).
+    type Shared: Message + Send + Sync + 'static;
+
+    /// Called once before the first iteration (`_M_Initialize`).
+    ///
+    /// # Errors
+    /// An error ends the run before any work is sent.
+    fn initialize(&mut self, setup: &mut Setup) -> crate::Result<()> {
+        let _ = setup;
+        Ok(())
+    }
+
+    /// This iteration's shared data and tasks (`_M_Partition`). No tasks ends the run.
+    fn partition(&mut self, iteration: &Iteration) -> Work<Self::Shared, Self::Task>;
+
+    /// The result of task `task` of the current iteration (`_M_Recover`); called exactly once per
+    /// task, in the order results arrive.
+    fn recover(&mut self, task: TaskId, result: Self::Result);
+
+    /// Called after every task of the iteration was recovered; [`Flow::Stop`] ends the run.
+    fn end_iteration(&mut self, iteration: &Iteration) -> Flow {
+        let _ = iteration;
+        Flow::Continue
+    }
+
+    /// Called once after the last iteration (`_M_FinalWork`).
+    ///
+    /// # Errors
+    /// An error is the run's result.
+    fn final_work(&mut self) -> crate::Result<()> {
+        Ok(())
+    }
+}
+
+/// The worker's hooks: process tasks.
+///
+/// Under MPI every rank but 0 builds one worker; the local backend builds one per thread.
+pub trait Worker {
+    /// Must equal the master's `Task`.
+    type Task: Message + Send + 'static;
+    /// Must equal the master's `Result`.
+    type Result: Message + Send + 'static;
+    /// Must equal the master's `Shared`.
+    type Shared: Message + Send + Sync + 'static;
+
+    /// Called once before the first task (`_W_Initialize`).
+    ///
+    /// # Errors
+    /// A worker whose initialization fails takes no part in the run; the failure is reported.
+    fn initialize(&mut self, setup: &WorkerSetup) -> crate::Result<()> {
+        let _ = setup;
+        Ok(())
+    }
+
+    /// Processes one task (`_W_DoWork`). The task is borrowed so that, should this panic, the
+    /// runtime still holds it and re-runs it on another worker.
+    fn do_work(&mut self, shared: &Self::Shared, task: &Self::Task) -> Self::Result;
+
+    /// Called once after the last task (`_W_FinalWork`); not called on a worker whose
+    /// `do_work` panicked, since its state may be inconsistent.
+    ///
+    /// # Errors
+    /// Reported by the master; the run's other results are kept.
+    fn final_work(&mut self) -> crate::Result<()> {
+        Ok(())
+    }
+}
+
+/// What [`Master::partition`] returns: the shared part of an iteration and its tasks.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Work<S, T> {
+    /// Sent once to every worker taking part in the iteration.
+    pub shared: S,
+    /// Cut into chunks by the policy; task `i` comes back to `recover` as `TaskId(i)`.
+    pub tasks: Vec<T>,
+}
+
+impl<S, T> Work<S, T> {
+    /// Shared data plus tasks.
+    pub fn new(shared: S, tasks: Vec<T>) -> Self {
+        Work { shared, tasks }
+    }
+
+    /// No more work: the run ends after this.
+    pub fn done() -> Self
+    where
+        S: Default,
+    {
+        Work {
+            shared: S::default(),
+            tasks: Vec::new(),
+        }
+    }
+}
+
+impl<T> Work<(), T> {
+    /// Tasks with no shared part.
+    pub fn tasks(tasks: Vec<T>) -> Self {
+        Work { shared: (), tasks }
+    }
+}
+
+/// Whether to run another iteration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Flow {
+    /// Call `partition` again.
+    #[default]
+    Continue,
+    /// End the run: workers and master run `final_work`.
+    Stop,
+}
+
+/// Identifies a task within its iteration: its index in the `Vec` that `partition` returned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct TaskId(pub usize);
+
+impl TaskId {
+    /// The task's index in the iteration's task list.
+    pub fn index(self) -> usize {
+        self.0
+    }
+}
+
+impl fmt::Display for TaskId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+/// The iteration the master is in, with the tunables in force for it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Iteration {
+    /// 0 for the first iteration.
+    pub index: usize,
+    /// Workers taking part (`nworkers`).
+    pub workers: usize,
+    /// The distribution factor.
+    pub factor: f64,
+    /// The distribution policy.
+    pub policy: PolicyName,
+}
+
+/// What the master can see and control before the first iteration.
+#[derive(Debug)]
+pub struct Setup {
+    pub(crate) pool: usize,
+    pub(crate) backend: &'static str,
+    pub(crate) protocol: Protocol,
+    pub(crate) tunables: TunablesHandle,
+}
+
+impl Setup {
+    /// Number of workers started (the most that can take part).
+    pub fn pool(&self) -> usize {
+        self.pool
+    }
+
+    /// `"local"` or `"mpi"`.
+    pub fn backend(&self) -> &'static str {
+        self.backend
+    }
+
+    /// The message protocol in use.
+    pub fn protocol(&self) -> Protocol {
+        self.protocol
+    }
+
+    /// A handle to change `nworkers`, `factor` or `policy` from the application; changes take
+    /// effect at the next iteration boundary and are logged as decisions.
+    pub fn tunables(&self) -> TunablesHandle {
+        self.tunables.clone()
+    }
+}
+
+/// What a worker knows about itself when it starts.
+#[derive(Debug, Clone)]
+pub struct WorkerSetup {
+    pub(crate) index: usize,
+    pub(crate) pool: usize,
+    pub(crate) backend: &'static str,
+}
+
+impl WorkerSetup {
+    /// This worker's number, `0..pool` (MPI rank minus one).
+    pub fn index(&self) -> usize {
+        self.index
+    }
+
+    /// Number of workers started.
+    pub fn pool(&self) -> usize {
+        self.pool
+    }
+
+    /// `"local"` or `"mpi"`.
+    pub fn backend(&self) -> &'static str {
+        self.backend
+    }
+}

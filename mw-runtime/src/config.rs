@@ -1,0 +1,274 @@
+//! Run configuration: `Mw.toml` in the project directory, overridden by command-line flags.
+//!
+//! Applications flatten [`RunArgs`] into their own clap parser, so every program accepts the
+//! runtime's flags beside its own.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use clap::{Args, ValueEnum};
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, ErrorKind, Result};
+use crate::policy::PolicyName;
+use crate::tunables::{Tunables, check_factor};
+
+/// How the master sends messages; the performance model has a branch for each.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Protocol {
+    /// Every send completes (the receiver has taken the message) before the next starts.
+    Sync,
+    /// Sends are posted without waiting and overlap.
+    #[default]
+    Async,
+}
+
+/// Which communication backend runs the program.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum BackendChoice {
+    /// MPI when started by `mpirun`, threads otherwise.
+    #[default]
+    Auto,
+    /// One thread per worker in this process.
+    Local,
+    /// One MPI rank per worker; needs the `mpi` feature.
+    Mpi,
+}
+
+impl fmt::Display for Protocol {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Protocol::Sync => "sync",
+            Protocol::Async => "async",
+        })
+    }
+}
+
+/// The runtime's command-line flags; flatten into your own parser with `#[command(flatten)]`.
+/// Flags left out fall back to `Mw.toml`, then to the defaults.
+#[derive(Debug, Clone, Default, Args)]
+#[command(next_help_heading = "Runtime")]
+pub struct RunArgs {
+    /// Workers taking part at the start (`nworkers`)
+    #[arg(long, value_name = "N", value_parser = parse_count)]
+    pub workers: Option<usize>,
+    /// Workers started: the most that can take part [default: --workers]
+    #[arg(long, value_name = "N", value_parser = parse_count)]
+    pub max_workers: Option<usize>,
+    /// Task distribution policy [default: daf]
+    #[arg(long, value_name = "NAME")]
+    pub policy: Option<PolicyName>,
+    /// Distribution factor, in (0, 1] [default: 0.5]
+    #[arg(long, value_name = "F", value_parser = parse_factor)]
+    pub factor: Option<f64>,
+    /// Smallest chunk, in tasks [default: 1]
+    #[arg(long, value_name = "TASKS", value_parser = parse_count)]
+    pub min_chunk: Option<usize>,
+    /// Message protocol [default: async]
+    #[arg(long, value_name = "P")]
+    pub protocol: Option<Protocol>,
+    /// Communication backend [default: auto]
+    #[arg(long, value_name = "B")]
+    pub backend: Option<BackendChoice>,
+    /// Write run metrics as JSON to this file when the run ends
+    #[arg(long, value_name = "PATH")]
+    pub metrics: Option<PathBuf>,
+    /// Configuration file [default: Mw.toml if present]
+    #[arg(long, value_name = "PATH")]
+    pub config: Option<PathBuf>,
+}
+
+fn parse_count(text: &str) -> std::result::Result<usize, String> {
+    match text.trim().parse::<usize>() {
+        Ok(0) => Err("must be at least 1".into()),
+        Ok(n) => Ok(n),
+        Err(_) => Err(format!("`{text}` is not a whole number")),
+    }
+}
+
+fn parse_factor(text: &str) -> std::result::Result<f64, String> {
+    let factor: f64 = text
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{text}` is not a number"))?;
+    if factor > 0.0 && factor <= 1.0 {
+        Ok(factor)
+    } else {
+        Err("must be in (0, 1], e.g. 0.5".into())
+    }
+}
+
+/// The `[run]` table of `Mw.toml`; every key is optional.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct RunSection {
+    pub workers: Option<usize>,
+    pub max_workers: Option<usize>,
+    pub policy: Option<PolicyName>,
+    pub factor: Option<f64>,
+    pub min_chunk: Option<usize>,
+    pub protocol: Option<Protocol>,
+    pub backend: Option<BackendChoice>,
+    pub metrics: Option<PathBuf>,
+}
+
+/// `Mw.toml`: the run defaults of a project, plus the answers `mwgen new` was given (kept in
+/// `[project]`, which the runtime does not read).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ConfigFile {
+    #[serde(default)]
+    pub run: RunSection,
+    #[serde(default)]
+    pub project: toml::Table,
+}
+
+impl ConfigFile {
+    /// Reads and parses a configuration file.
+    ///
+    /// # Errors
+    /// When the file cannot be read or is not valid TOML of the expected shape; the message
+    /// gives the line and column.
+    pub fn load(path: &Path) -> Result<ConfigFile> {
+        let text = std::fs::read_to_string(path).map_err(|e| ErrorKind::ConfigFile {
+            path: path.to_owned(),
+            message: e.to_string(),
+        })?;
+        ConfigFile::parse(&text).map_err(|message| {
+            ErrorKind::ConfigFile {
+                path: path.to_owned(),
+                message,
+            }
+            .into()
+        })
+    }
+
+    /// Parses configuration text; the error is toml's report with line and column.
+    ///
+    /// # Errors
+    /// The text is not valid TOML or has unknown keys or wrong value types.
+    pub fn parse(text: &str) -> std::result::Result<ConfigFile, String> {
+        toml::from_str(text).map_err(|e| e.to_string())
+    }
+}
+
+/// The settings of a run after `Mw.toml` and flags are merged and checked.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunConfig {
+    /// Workers taking part at the start.
+    pub workers: usize,
+    /// Workers started (the pool).
+    pub max_workers: usize,
+    pub policy: PolicyName,
+    pub factor: f64,
+    pub min_chunk: usize,
+    pub protocol: Protocol,
+    pub backend: BackendChoice,
+    pub metrics: Option<PathBuf>,
+}
+
+impl Default for RunConfig {
+    fn default() -> Self {
+        let workers = std::thread::available_parallelism().map_or(2, usize::from);
+        RunConfig {
+            workers,
+            max_workers: workers,
+            policy: PolicyName::Daf,
+            factor: 0.5,
+            min_chunk: 1,
+            protocol: Protocol::Async,
+            backend: BackendChoice::Auto,
+            metrics: None,
+        }
+    }
+}
+
+impl RunConfig {
+    /// Merges the defaults, the configuration file (`--config`, else `Mw.toml` in the current
+    /// directory when present) and the flags, in rising priority, and checks the result.
+    ///
+    /// # Errors
+    /// An unreadable or malformed configuration file, or values out of range.
+    pub fn resolve(args: &RunArgs) -> Result<RunConfig> {
+        let file = match &args.config {
+            Some(path) => ConfigFile::load(path)?,
+            None if Path::new("Mw.toml").is_file() => ConfigFile::load(Path::new("Mw.toml"))?,
+            None => ConfigFile::default(),
+        };
+        RunConfig::merge(&file.run, args)
+    }
+
+    /// Merges a `[run]` table and flags over the defaults, and checks the result.
+    ///
+    /// # Errors
+    /// Values out of range, with what to do about them.
+    pub fn merge(file: &RunSection, args: &RunArgs) -> Result<RunConfig> {
+        let defaults = RunConfig::default();
+        let workers = args.workers.or(file.workers);
+        let max_workers = args.max_workers.or(file.max_workers);
+        let (workers, max_workers) = match (workers, max_workers) {
+            (Some(w), Some(m)) => (w, m),
+            (Some(w), None) => (w, w),
+            (None, Some(m)) => (defaults.workers.min(m), m),
+            (None, None) => (defaults.workers, defaults.max_workers),
+        };
+        let config = RunConfig {
+            workers,
+            max_workers,
+            policy: args.policy.or(file.policy).unwrap_or(defaults.policy),
+            factor: args.factor.or(file.factor).unwrap_or(defaults.factor),
+            min_chunk: args
+                .min_chunk
+                .or(file.min_chunk)
+                .unwrap_or(defaults.min_chunk),
+            protocol: args.protocol.or(file.protocol).unwrap_or(defaults.protocol),
+            backend: args.backend.or(file.backend).unwrap_or(defaults.backend),
+            metrics: args.metrics.clone().or_else(|| file.metrics.clone()),
+        };
+        config.validate()?;
+        Ok(config)
+    }
+
+    /// Checks ranges: at least one worker, `workers ≤ max_workers`, factor in `(0, 1]`.
+    ///
+    /// # Errors
+    /// The first value out of range, with what to do.
+    pub fn validate(&self) -> Result<()> {
+        if self.workers == 0 {
+            return Err(Error::config(
+                "error: `workers` is 0",
+                "a run needs at least one worker: set --workers 1 or more",
+            ));
+        }
+        if self.max_workers < self.workers {
+            return Err(Error::config(
+                format!(
+                    "error: `workers` = {} is more than `max_workers` = {}",
+                    self.workers, self.max_workers
+                ),
+                "raise --max-workers or lower --workers",
+            ));
+        }
+        if self.min_chunk == 0 {
+            return Err(Error::config(
+                "error: `min_chunk` is 0",
+                "a chunk holds at least one task: set --min-chunk 1 or more",
+            ));
+        }
+        check_factor(self.factor)
+    }
+
+    /// The tunables the run starts with.
+    pub fn tunables(&self) -> Tunables {
+        Tunables {
+            nworkers: self.workers,
+            factor: self.factor,
+            policy: self.policy,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,473 @@
+//! The master's iteration loop: partition, hand out chunks by self-scheduling, recover every
+//! result exactly once, re-run the chunks of failed workers.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::app::{Flow, Iteration, Master, Setup, TaskId};
+use crate::codec::Message;
+use crate::config::RunConfig;
+use crate::error::{Error, ErrorKind, Result};
+use crate::measure::TaskStats;
+use crate::metrics::{Failure, IterationMetrics, RunMetrics};
+use crate::policy::{Ask, Plan, Policy, PolicyName};
+use crate::transport::{Chunk, Done, Failed, FromWorker, MasterLink, ToWorker};
+use crate::tunables::{Tunables, TunablesHandle};
+
+/// Runs the whole program on the master: initialize, iterate, shut the workers down, final work.
+/// Workers are always told to stop, even when the run fails, so no thread or rank is left waiting.
+pub(crate) fn run_master<M, L>(
+    master: &mut M,
+    link: &mut L,
+    config: &RunConfig,
+    app: &str,
+) -> Result<RunMetrics>
+where
+    M: Master,
+    L: MasterLink<M::Task, M::Shared, M::Result>,
+{
+    let started = Instant::now();
+    let pool = link.pool();
+    let tunables = TunablesHandle::new(
+        Tunables {
+            nworkers: config.workers.min(pool),
+            ..config.tunables()
+        },
+        pool,
+    );
+    let mut engine = Engine {
+        master,
+        link,
+        config,
+        tunables,
+        policy: config.policy.build(),
+        policy_name: config.policy,
+        healthy: vec![true; pool],
+        stats: TaskStats::new(pool),
+        next_chunk_id: 0,
+        metrics: RunMetrics {
+            app: app.to_owned(),
+            backend: String::new(),
+            pool,
+            protocol: config.protocol.to_string(),
+            total_ms: 0.0,
+            iterations: Vec::new(),
+            decisions: Vec::new(),
+            failures: Vec::new(),
+        },
+    };
+    engine.metrics.backend = engine.link.backend().to_owned();
+    let outcome = engine.await_ready().and_then(|()| engine.run());
+    let shutdown = engine.shutdown();
+    outcome?;
+    shutdown?;
+    engine.master.final_work()?;
+    engine.metrics.total_ms = ms(started.elapsed());
+    Ok(engine.metrics)
+}
+
+struct Engine<'a, M: Master, L> {
+    master: &'a mut M,
+    link: &'a mut L,
+    config: &'a RunConfig,
+    tunables: TunablesHandle,
+    policy: Box<dyn Policy>,
+    policy_name: PolicyName,
+    /// Workers that have not failed.
+    healthy: Vec<bool>,
+    stats: TaskStats,
+    next_chunk_id: u64,
+    metrics: RunMetrics,
+}
+
+/// A chunk out at a worker.
+struct InFlight {
+    chunk: u64,
+    first: usize,
+    len: usize,
+}
+
+/// The state of one iteration being distributed.
+struct Round<M: Master> {
+    index: usize,
+    shared: Arc<M::Shared>,
+    shared_bytes: u64,
+    tasks: std::vec::IntoIter<M::Task>,
+    /// Tasks not yet cut into chunks.
+    uncut: usize,
+    next_task: usize,
+    /// Chunks of failed workers, to hand out before new ones.
+    retry: VecDeque<(usize, Vec<M::Task>)>,
+    in_flight: Vec<Option<InFlight>>,
+    active: Vec<bool>,
+    /// Active workers with nothing to do right now.
+    idle: Vec<usize>,
+    chunk_sizes: Vec<usize>,
+    busy: Vec<Duration>,
+    bytes_to: u64,
+    bytes_from: u64,
+}
+
+impl<M, L> Engine<'_, M, L>
+where
+    M: Master,
+    L: MasterLink<M::Task, M::Shared, M::Result>,
+{
+    /// Waits until every worker has run `initialize`; failed ones take no part.
+    fn await_ready(&mut self) -> Result<()> {
+        let pool = self.link.pool();
+        let mut setup = Setup {
+            pool,
+            backend: self.link.backend(),
+            protocol: self.config.protocol,
+            tunables: self.tunables.clone(),
+        };
+        let master_init = self.master.initialize(&mut setup);
+        let mut errors = Vec::new();
+        for _ in 0..pool {
+            match self.link.recv()? {
+                (_, FromWorker::Ready { error: None }) => {}
+                (worker, FromWorker::Ready { error: Some(e) }) => {
+                    eprintln!(
+                        "warning: worker {worker} failed to initialize and takes no part: {e}"
+                    );
+                    self.healthy[worker] = false;
+                    errors.push(format!("worker {worker}: {e}"));
+                }
+                (worker, _) => {
+                    return Err(Error::backend(format!(
+                        "worker {worker} answered before it was ready"
+                    )));
+                }
+            }
+        }
+        master_init?;
+        if !self.healthy.contains(&true) {
+            let message = if errors.is_empty() {
+                "the pool is empty".to_owned()
+            } else {
+                errors.join("; ")
+            };
+            return Err(ErrorKind::NoWorkers { message }.into());
+        }
+        Ok(())
+    }
+
+    fn run(&mut self) -> Result<()> {
+        for index in 0.. {
+            let decisions = self.tunables.apply_pending(index);
+            for d in &decisions {
+                eprintln!(
+                    "mw: iteration {index}: {} {} → {} ({})",
+                    d.tunable, d.from, d.to, d.reason
+                );
+            }
+            self.metrics.decisions.extend(decisions);
+            let tunables = self.tunables.current();
+            if tunables.policy != self.policy_name {
+                self.policy = tunables.policy.build();
+                self.policy_name = tunables.policy;
+            }
+            let healthy = self.healthy.iter().filter(|&&h| h).count();
+            let iteration = Iteration {
+                index,
+                workers: tunables.nworkers.min(healthy),
+                factor: tunables.factor,
+                policy: tunables.policy,
+            };
+            match self.iteration(&iteration)? {
+                Some(Flow::Continue) => {}
+                Some(Flow::Stop) | None => break,
+            }
+        }
+        Ok(())
+    }
+
+    /// Runs one iteration; `None` when `partition` returned no tasks.
+    fn iteration(&mut self, it: &Iteration) -> Result<Option<Flow>> {
+        let started = Instant::now();
+        let work = self.master.partition(it);
+        let mut master_time = started.elapsed();
+        if work.tasks.is_empty() {
+            return Ok(None);
+        }
+        let pool = self.link.pool();
+        let tasks = work.tasks.len();
+        let shared_bytes = work.shared.encoded_len() as u64;
+        let mut round = Round::<M> {
+            index: it.index,
+            shared: Arc::new(work.shared),
+            shared_bytes,
+            tasks: work.tasks.into_iter(),
+            uncut: tasks,
+            next_task: 0,
+            retry: VecDeque::new(),
+            in_flight: (0..pool).map(|_| None).collect(),
+            active: vec![false; pool],
+            idle: Vec::new(),
+            chunk_sizes: Vec::new(),
+            busy: vec![Duration::ZERO; pool],
+            bytes_to: 0,
+            bytes_from: 0,
+        };
+        self.policy.begin(&Plan {
+            tasks,
+            workers: it.workers,
+            factor: it.factor,
+            min_chunk: self.config.min_chunk,
+            stats: &self.stats,
+        });
+        let chosen: Vec<usize> = (0..pool)
+            .filter(|&w| self.healthy[w])
+            .take(it.workers)
+            .collect();
+        for &worker in &chosen {
+            self.activate(&mut round, worker)?;
+        }
+        for &worker in &chosen {
+            self.dispatch(&mut round, worker)?;
+        }
+
+        let mut outstanding = tasks;
+        while outstanding > 0 {
+            match self.link.recv()? {
+                (worker, FromWorker::Done(done)) => {
+                    let recovered = self.recover(&mut round, worker, done, &mut master_time)?;
+                    outstanding -= recovered;
+                    self.dispatch(&mut round, worker)?;
+                }
+                (worker, FromWorker::Failed(failed)) => {
+                    self.reassign(&mut round, worker, failed)?
+                }
+                (worker, other) => {
+                    return Err(Error::backend(format!(
+                        "worker {worker} sent an unexpected message mid-iteration: {}",
+                        describe(&other)
+                    )));
+                }
+            }
+        }
+
+        let closing = Instant::now();
+        let flow = self.master.end_iteration(it);
+        master_time += closing.elapsed();
+        self.record(it, round, tasks, started.elapsed(), master_time);
+        Ok(Some(flow))
+    }
+
+    /// Sends the iteration's shared part to `worker`, making it take part.
+    fn activate(&mut self, round: &mut Round<M>, worker: usize) -> Result<()> {
+        round.active[worker] = true;
+        round.bytes_to += round.shared_bytes;
+        self.link
+            .send(worker, ToWorker::Shared(Arc::clone(&round.shared)))
+    }
+
+    /// Gives `worker` its next chunk: a failed worker's chunk first, else a new one cut by the
+    /// policy; with nothing left, the worker waits idle.
+    fn dispatch(&mut self, round: &mut Round<M>, worker: usize) -> Result<()> {
+        let (first, tasks) = if let Some(retry) = round.retry.pop_front() {
+            retry
+        } else if round.uncut > 0 {
+            let ask = Ask {
+                worker,
+                remaining: round.uncut,
+                stats: &self.stats,
+            };
+            let size = self.policy.next_chunk(&ask).clamp(1, round.uncut);
+            let first = round.next_task;
+            round.next_task += size;
+            round.uncut -= size;
+            round.chunk_sizes.push(size);
+            (first, round.tasks.by_ref().take(size).collect())
+        } else {
+            round.idle.push(worker);
+            return Ok(());
+        };
+        let chunk = Chunk {
+            id: self.next_chunk_id,
+            first: first as u64,
+            tasks,
+        };
+        self.next_chunk_id += 1;
+        round.bytes_to += chunk.encoded_len() as u64;
+        round.in_flight[worker] = Some(InFlight {
+            chunk: chunk.id,
+            first,
+            len: chunk.tasks.len(),
+        });
+        self.link.send(worker, ToWorker::Chunk(chunk))
+    }
+
+    /// Hands a chunk's results to `recover`, one call per task; returns how many.
+    fn recover(
+        &mut self,
+        round: &mut Round<M>,
+        worker: usize,
+        done: Done<M::Result>,
+        master_time: &mut Duration,
+    ) -> Result<usize> {
+        round.bytes_from += done.encoded_len() as u64;
+        let flight = match round.in_flight.get_mut(worker).and_then(Option::take) {
+            Some(flight) if flight.chunk == done.chunk && flight.len == done.results.len() => {
+                flight
+            }
+            _ => {
+                return Err(Error::backend(format!(
+                    "worker {worker} answered chunk {} with {} results, which does not match the \
+                     chunk it was given",
+                    done.chunk,
+                    done.results.len()
+                )));
+            }
+        };
+        let busy = Duration::from_nanos(done.busy_ns);
+        round.busy[worker] += busy;
+        self.stats.record(worker, &done.task_ms);
+        self.policy.chunk_done(worker, flight.len, busy);
+        let started = Instant::now();
+        for (offset, result) in done.results.into_iter().enumerate() {
+            self.master.recover(TaskId(flight.first + offset), result);
+        }
+        *master_time += started.elapsed();
+        Ok(flight.len)
+    }
+
+    /// A worker's `do_work` panicked: retire it, and re-run its chunk on another worker.
+    fn reassign(
+        &mut self,
+        round: &mut Round<M>,
+        worker: usize,
+        failed: Failed<M::Task>,
+    ) -> Result<()> {
+        let Some(flight) = round.in_flight.get_mut(worker).and_then(Option::take) else {
+            return Err(Error::backend(format!(
+                "worker {worker} reported a failure without holding a chunk"
+            )));
+        };
+        self.healthy[worker] = false;
+        round.active[worker] = false;
+        let last = flight.first + flight.len - 1;
+        eprintln!(
+            "warning: worker {worker} panicked in do_work on tasks {}..={last} of iteration {}: \
+             {}; the worker is retired and its tasks re-run elsewhere",
+            flight.first, round.index, failed.message
+        );
+        self.metrics.failures.push(Failure {
+            iteration: round.index,
+            worker,
+            first_task: flight.first,
+            tasks: flight.len,
+            message: failed.message.clone(),
+        });
+        if failed.tasks.len() != flight.len {
+            return Err(Error::backend(format!(
+                "worker {worker} returned {} of the {} tasks of a failed chunk",
+                failed.tasks.len(),
+                flight.len
+            )));
+        }
+        round.retry.push_back((flight.first, failed.tasks));
+
+        let Some(spare) = (0..self.healthy.len()).find(|&w| self.healthy[w] && !round.active[w])
+        else {
+            if !self.healthy.contains(&true) {
+                return Err(ErrorKind::TaskFailed {
+                    iteration: round.index,
+                    task: flight.first,
+                    message: failed.message,
+                }
+                .into());
+            }
+            // Every healthy worker takes part already: the idle ones pick the chunk up.
+            while !round.retry.is_empty() {
+                let Some(idle) = round.idle.pop() else { break };
+                self.dispatch(round, idle)?;
+            }
+            return Ok(());
+        };
+        self.activate(round, spare)?;
+        self.dispatch(round, spare)
+    }
+
+    fn record(
+        &mut self,
+        it: &Iteration,
+        round: Round<M>,
+        tasks: usize,
+        elapsed: Duration,
+        master_time: Duration,
+    ) {
+        let time_ms = ms(elapsed);
+        let busy_ms: Vec<f64> = round.busy.iter().map(|&b| ms(b)).collect();
+        let tc_ms: f64 = busy_ms.iter().sum();
+        let workers = round.chunk_sizes.len().min(it.workers).max(1);
+        let imbalance = if time_ms > 0.0 {
+            (1.0 - tc_ms / workers as f64 / time_ms).clamp(0.0, 1.0)
+        } else {
+            0.0
+        };
+        let pooled = self.stats.pooled();
+        self.metrics.iterations.push(IterationMetrics {
+            index: it.index,
+            workers: it.workers,
+            factor: it.factor,
+            policy: it.policy.to_string(),
+            tasks,
+            chunks: round.chunk_sizes.len(),
+            time_ms,
+            tc_ms,
+            lm_ms: ms(master_time),
+            bytes_to_workers: round.bytes_to,
+            bytes_from_workers: round.bytes_from,
+            imbalance,
+            predicted_ms: None,
+            chunk_sizes: round.chunk_sizes,
+            busy_ms,
+            task_mean_ms: pooled.mean(),
+            task_stddev_ms: pooled.stddev(),
+        });
+    }
+
+    /// Tells every worker to stop and waits for each to finish `final_work`.
+    fn shutdown(&mut self) -> Result<()> {
+        let pool = self.link.pool();
+        let mut first_error = None;
+        for worker in 0..pool {
+            if let Err(e) = self.link.send(worker, ToWorker::Stop) {
+                first_error.get_or_insert(e);
+            }
+        }
+        let mut finished = 0;
+        while finished < pool {
+            match self.link.recv() {
+                Ok((_, FromWorker::Finished { error: None })) => finished += 1,
+                Ok((worker, FromWorker::Finished { error: Some(e) })) => {
+                    finished += 1;
+                    eprintln!("warning: worker {worker}: final_work failed: {e}");
+                }
+                // Answers to chunks of an iteration that failed midway: dropped, never recovered.
+                Ok(_) => {}
+                Err(e) => {
+                    first_error.get_or_insert(e);
+                    break;
+                }
+            }
+        }
+        first_error.map_or(Ok(()), Err)
+    }
+}
+
+fn describe<T, R>(message: &FromWorker<T, R>) -> &'static str {
+    match message {
+        FromWorker::Ready { .. } => "ready",
+        FromWorker::Done(_) => "results",
+        FromWorker::Failed(_) => "failure",
+        FromWorker::Finished { .. } => "finished",
+    }
+}
+
+pub(crate) fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}

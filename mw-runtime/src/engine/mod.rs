@@ -1,0 +1,5 @@
+//! The iteration engine, the same on every backend: the master's loop in [`master`], the
+//! workers' in [`worker`].
+
+pub(crate) mod master;
+pub(crate) mod worker;

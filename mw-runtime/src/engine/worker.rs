@@ -1,0 +1,120 @@
+//! A worker's loop: keep the iteration's shared part, process chunks, report panics instead of
+//! dying with them.
+
+use std::any::Any;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Arc;
+use std::time::Instant;
+
+use crate::app::{Worker, WorkerSetup};
+use crate::measure::Moments;
+use crate::transport::{Chunk, Done, Failed, FromWorker, ToWorker, WorkerLink};
+
+/// Builds a worker with `build`, then serves the master until told to stop (or until the master
+/// is gone). Every call into application code is guarded, so a panic becomes a report to the
+/// master rather than a silent hole in the pool.
+pub(crate) fn serve<W, L>(build: impl FnOnce() -> W, setup: &WorkerSetup, link: &mut L)
+where
+    W: Worker,
+    L: WorkerLink<W::Task, W::Shared, W::Result>,
+{
+    let started = catch_unwind(AssertUnwindSafe(|| {
+        let mut worker = build();
+        worker.initialize(setup).map(|()| worker)
+    }));
+    let mut worker = match started {
+        Ok(Ok(worker)) => Some(worker),
+        Ok(Err(e)) => {
+            link.send(FromWorker::Ready {
+                error: Some(e.to_string()),
+            });
+            None
+        }
+        Err(panic) => {
+            link.send(FromWorker::Ready {
+                error: Some(panic_message(&*panic)),
+            });
+            None
+        }
+    };
+    if worker.is_some() && !link.send(FromWorker::Ready { error: None }) {
+        return;
+    }
+
+    let mut shared: Option<Arc<W::Shared>> = None;
+    while let Some(message) = link.recv() {
+        match message {
+            ToWorker::Shared(part) => shared = Some(part),
+            ToWorker::Chunk(chunk) => {
+                let answer = match (&mut worker, &shared) {
+                    (Some(w), Some(part)) => process(w, part, chunk),
+                    _ => FromWorker::Failed(Failed {
+                        chunk: chunk.id,
+                        tasks: chunk.tasks,
+                        message: "worker received a chunk before it could take part".into(),
+                    }),
+                };
+                if matches!(answer, FromWorker::Failed(_)) {
+                    // Its state may be half-updated: it takes no further part.
+                    worker = None;
+                }
+                if !link.send(answer) {
+                    return;
+                }
+            }
+            ToWorker::Stop => {
+                let error = worker.as_mut().and_then(|w| {
+                    match catch_unwind(AssertUnwindSafe(|| w.final_work())) {
+                        Ok(Ok(())) => None,
+                        Ok(Err(e)) => Some(e.to_string()),
+                        Err(panic) => Some(panic_message(&*panic)),
+                    }
+                });
+                link.send(FromWorker::Finished { error });
+                return;
+            }
+        }
+    }
+}
+
+/// Runs `do_work` on every task of the chunk, timing each one.
+fn process<W: Worker>(
+    worker: &mut W,
+    shared: &W::Shared,
+    chunk: Chunk<W::Task>,
+) -> FromWorker<W::Task, W::Result> {
+    let mut results = Vec::with_capacity(chunk.tasks.len());
+    let mut task_ms = Moments::default();
+    let started = Instant::now();
+    let outcome = catch_unwind(AssertUnwindSafe(|| {
+        for task in &chunk.tasks {
+            let t0 = Instant::now();
+            results.push(worker.do_work(shared, task));
+            task_ms.add(t0.elapsed().as_secs_f64() * 1e3);
+        }
+    }));
+    match outcome {
+        Ok(()) => FromWorker::Done(Done {
+            chunk: chunk.id,
+            results,
+            busy_ns: u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX),
+            task_ms,
+        }),
+        Err(panic) => FromWorker::Failed(Failed {
+            chunk: chunk.id,
+            tasks: chunk.tasks,
+            message: panic_message(&*panic),
+        }),
+    }
+}
+
+/// The text a panic was raised with.
+pub(crate) fn panic_message(payload: &(dyn Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_owned()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "panicked with a non-text payload".to_owned()
+    }
+}

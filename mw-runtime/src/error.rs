@@ -1,0 +1,158 @@
+//! The runtime's error type.
+
+use std::fmt;
+use std::path::PathBuf;
+
+use crate::codec::DecodeError;
+
+/// Result of the runtime's fallible operations, and of your hooks.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Something stopped a run: bad configuration, a failure no worker could get past, a backend
+/// fault, or an error returned by one of your hooks.
+///
+/// Its `Debug` form is its message, so `fn main() -> mw::Result<()>` prints a readable error.
+pub struct Error {
+    kind: ErrorKind,
+}
+
+/// What went wrong; match on it to act on a specific failure.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// A configuration value (flag or `Mw.toml`) is invalid. `help` says how to fix it.
+    Config { message: String, help: String },
+    /// `Mw.toml` (or the file given with `--config`) could not be read or parsed.
+    ConfigFile { path: PathBuf, message: String },
+    /// A task made every worker fail: the run cannot finish.
+    TaskFailed {
+        iteration: usize,
+        task: usize,
+        message: String,
+    },
+    /// No worker could start (every `Worker::initialize` failed or the pool is empty).
+    NoWorkers { message: String },
+    /// The communication backend failed.
+    Backend { message: String },
+    /// A message could not be decoded.
+    Decode(DecodeError),
+    /// Writing an output file (metrics, trace) failed.
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// An error returned by one of the application's hooks.
+    App(Box<dyn std::error::Error + Send + Sync>),
+}
+
+impl Error {
+    /// An error from application code, for hooks that return [`Result`].
+    pub fn app(error: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> Self {
+        ErrorKind::App(error.into()).into()
+    }
+
+    /// What went wrong.
+    pub fn kind(&self) -> &ErrorKind {
+        &self.kind
+    }
+
+    pub(crate) fn config(message: impl Into<String>, help: impl Into<String>) -> Self {
+        ErrorKind::Config {
+            message: message.into(),
+            help: help.into(),
+        }
+        .into()
+    }
+
+    pub(crate) fn backend(message: impl Into<String>) -> Self {
+        ErrorKind::Backend {
+            message: message.into(),
+        }
+        .into()
+    }
+
+    pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        ErrorKind::Io {
+            path: path.into(),
+            source,
+        }
+        .into()
+    }
+}
+
+impl From<ErrorKind> for Error {
+    fn from(kind: ErrorKind) -> Self {
+        Error { kind }
+    }
+}
+
+impl From<DecodeError> for Error {
+    fn from(e: DecodeError) -> Self {
+        ErrorKind::Decode(e).into()
+    }
+}
+
+impl From<std::io::Error> for Error {
+    fn from(e: std::io::Error) -> Self {
+        Error::app(e)
+    }
+}
+
+impl From<String> for Error {
+    fn from(message: String) -> Self {
+        Error::app(message)
+    }
+}
+
+impl From<&str> for Error {
+    fn from(message: &str) -> Self {
+        Error::app(message)
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.kind {
+            ErrorKind::Config { message, help } => write!(f, "{message}\nhelp: {help}"),
+            ErrorKind::ConfigFile { path, message } => {
+                write!(
+                    f,
+                    "invalid configuration file `{}`: {message}",
+                    path.display()
+                )
+            }
+            ErrorKind::TaskFailed {
+                iteration,
+                task,
+                message,
+            } => write!(
+                f,
+                "task {task} of iteration {iteration} failed on every worker: {message}"
+            ),
+            ErrorKind::NoWorkers { message } => write!(f, "no worker could start: {message}"),
+            ErrorKind::Backend { message } => write!(f, "communication backend failed: {message}"),
+            ErrorKind::Decode(e) => write!(f, "{e}"),
+            ErrorKind::Io { path, source } => {
+                write!(f, "cannot write `{}`: {source}", path.display())
+            }
+            ErrorKind::App(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl fmt::Debug for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match &self.kind {
+            ErrorKind::Decode(e) => Some(e),
+            ErrorKind::Io { source, .. } => Some(source),
+            ErrorKind::App(e) => Some(e.as_ref()),
+            _ => None,
+        }
+    }
+}

@@ -1,0 +1,80 @@
+//! # mw-runtime
+//!
+//! Write a parallel Master/Worker program by filling in a few hooks; run it on threads on a
+//! laptop or on MPI across a cluster, unchanged; let the runtime measure it and tune how work is
+//! cut (`factor`) and how many workers take part (`nworkers`) while it runs.
+//!
+//! ```
+//! use mw_runtime::prelude::*;
+//!
+//! /// Sums the squares of 1..=100 on the workers.
+//! struct Sum { total: u64 }
+//!
+//! impl Master for Sum {
+//!     type Task = u64;
+//!     type Result = u64;
+//!     type Shared = ();
+//!     fn partition(&mut self, it: &Iteration) -> Work<(), u64> {
+//!         // One iteration of 100 tasks; an empty list ends the run.
+//!         Work::tasks(if it.index == 0 { (1..=100).collect() } else { Vec::new() })
+//!     }
+//!     fn recover(&mut self, _task: TaskId, square: u64) {
+//!         self.total += square;
+//!     }
+//!     fn final_work(&mut self) -> mw_runtime::Result<()> {
+//!         assert_eq!(self.total, 338_350);
+//!         Ok(())
+//!     }
+//! }
+//!
+//! #[derive(Default)]
+//! struct Squarer;
+//!
+//! impl Worker for Squarer {
+//!     type Task = u64;
+//!     type Result = u64;
+//!     type Shared = ();
+//!     fn do_work(&mut self, _shared: &(), n: &u64) -> u64 {
+//!         n * n
+//!     }
+//! }
+//!
+//! let args = RunArgs { workers: Some(4), backend: Some(BackendChoice::Local), ..Default::default() };
+//! mw_runtime::run_with(&args, || Sum { total: 0 }, Squarer::default)?;
+//! # Ok::<(), mw_runtime::Error>(())
+//! ```
+//!
+//! Generated projects name this crate `mw` (`mw = { package = "mw-runtime", ... }`), so they
+//! write `use mw::prelude::*;` and `mw::run(...)`.
+//!
+//! # Feature flags
+//! - `mpi` (off by default): the MPI backend through rsmpi. Without it, `--backend mpi` explains
+//!   how to rebuild.
+
+pub mod app;
+pub mod codec;
+pub mod config;
+mod engine;
+mod error;
+pub mod measure;
+pub mod metrics;
+pub mod policy;
+mod run;
+mod transport;
+pub mod tunables;
+
+pub use app::{Flow, Iteration, Master, Setup, TaskId, Work, Worker, WorkerSetup};
+pub use codec::{DecodeError, Message};
+pub use config::{BackendChoice, Protocol, RunArgs, RunConfig};
+pub use error::{Error, ErrorKind, Result};
+pub use metrics::RunMetrics;
+pub use policy::PolicyName;
+pub use run::{Report, run, run_config, run_with};
+pub use tunables::{Change, Decision, Tunables, TunablesHandle};
+
+/// What a Master/Worker program needs in scope.
+pub mod prelude {
+    pub use crate::app::{Flow, Iteration, Master, Setup, TaskId, Work, Worker, WorkerSetup};
+    pub use crate::codec::Message;
+    pub use crate::config::{BackendChoice, Protocol, RunArgs};
+}

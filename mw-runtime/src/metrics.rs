@@ -1,0 +1,98 @@
+//! The metrics a run leaves behind (`--metrics PATH`): the JSON contract of DESIGN §8.
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+use crate::tunables::Decision;
+
+/// Everything measured in one run.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct RunMetrics {
+    /// The program's name.
+    pub app: String,
+    /// `local` or `mpi`.
+    pub backend: String,
+    /// Workers started.
+    pub pool: usize,
+    /// `sync` or `async`.
+    pub protocol: String,
+    /// Wall time of the whole run, in ms.
+    pub total_ms: f64,
+    pub iterations: Vec<IterationMetrics>,
+    /// Changes of tunables, in the order they took effect.
+    #[serde(default)]
+    pub decisions: Vec<Decision>,
+    /// Chunks whose `do_work` panicked and were re-run elsewhere.
+    #[serde(default)]
+    pub failures: Vec<Failure>,
+}
+
+/// One iteration: `partition` → every result recovered → `end_iteration`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct IterationMetrics {
+    pub index: usize,
+    /// Workers that took part (`nworkers`, fewer if workers failed).
+    pub workers: usize,
+    pub factor: f64,
+    pub policy: String,
+    /// Tasks `partition` returned.
+    pub tasks: usize,
+    /// Chunks the policy cut.
+    pub chunks: usize,
+    /// Wall time of the iteration (`Tt`), in ms.
+    pub time_ms: f64,
+    /// Total worker processing time (`Tc`), in ms.
+    pub tc_ms: f64,
+    /// Master processing time in `partition`, `recover` and `end_iteration` (`λm`), in ms.
+    pub lm_ms: f64,
+    /// Encoded bytes sent to workers (shared parts and chunks).
+    pub bytes_to_workers: u64,
+    /// Encoded bytes of the workers' answers.
+    pub bytes_from_workers: u64,
+    /// Load-balance quality `Q = 1 − (1/n)·Σλ_i/Tt`: 0 when every worker is busy all the time.
+    pub imbalance: f64,
+    /// The model's prediction of `time_ms`, made before the iteration ran.
+    pub predicted_ms: Option<f64>,
+    /// Task count of each chunk, in the order the chunks were cut.
+    pub chunk_sizes: Vec<usize>,
+    /// Processing time of each worker of the pool in this iteration, in ms.
+    pub busy_ms: Vec<f64>,
+    /// Mean time of one task, in ms (`μ`).
+    pub task_mean_ms: f64,
+    /// Standard deviation of one task's time, in ms (`σ`).
+    pub task_stddev_ms: f64,
+}
+
+/// A chunk whose `do_work` panicked.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Failure {
+    pub iteration: usize,
+    pub worker: usize,
+    /// First task of the chunk.
+    pub first_task: usize,
+    pub tasks: usize,
+    pub message: String,
+}
+
+impl RunMetrics {
+    /// Writes the metrics as pretty-printed JSON.
+    ///
+    /// # Errors
+    /// When the file cannot be created or written.
+    pub fn write(&self, path: &Path) -> Result<()> {
+        let json = serde_json::to_string_pretty(self)
+            .map_err(|e| Error::io(path, std::io::Error::other(e)))?;
+        std::fs::write(path, json + "\n").map_err(|e| Error::io(path, e))
+    }
+
+    /// Reads metrics written by [`write`](RunMetrics::write).
+    ///
+    /// # Errors
+    /// When the file cannot be read or is not metrics JSON.
+    pub fn read(path: &Path) -> Result<RunMetrics> {
+        let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+        serde_json::from_str(&text).map_err(|e| Error::io(path, std::io::Error::other(e)))
+    }
+}

@@ -1,0 +1,193 @@
+//! Starting a program: choose the backend, build the master and the workers, run.
+
+use clap::Parser;
+
+use crate::app::{Master, Worker, WorkerSetup};
+use crate::config::{BackendChoice, RunArgs, RunConfig};
+use crate::engine::{master::run_master, worker::serve};
+use crate::error::{Error, Result};
+use crate::metrics::RunMetrics;
+use crate::transport::local;
+
+/// What a finished run leaves: the metrics on the master, nothing on an MPI worker rank.
+#[derive(Debug)]
+pub struct Report {
+    metrics: Option<RunMetrics>,
+}
+
+impl Report {
+    /// The run's metrics; `None` on MPI worker ranks.
+    pub fn metrics(&self) -> Option<&RunMetrics> {
+        self.metrics.as_ref()
+    }
+
+    /// Takes the metrics out of the report.
+    pub fn into_metrics(self) -> Option<RunMetrics> {
+        self.metrics
+    }
+}
+
+/// Command line of a program that has no flags of its own.
+#[derive(Debug, Parser)]
+struct RuntimeOnly {
+    #[command(flatten)]
+    run: RunArgs,
+}
+
+/// Runs a Master/Worker program whose command line holds only the runtime's flags
+/// (`--workers`, `--policy`, ...).
+///
+/// `master` is called once, on the master; `worker` once per worker (per thread on the local
+/// backend, per rank under MPI), so that each process builds only what it runs. Programs with
+/// flags of their own flatten [`RunArgs`] into their parser and call [`run_with`].
+///
+/// # Errors
+/// Invalid configuration, a task that failed on every worker, a backend failure, or an error
+/// returned by a hook. Invalid flags print clap's message and exit with status 2.
+pub fn run<M, W>(master: impl FnOnce() -> M, worker: impl Fn() -> W + Sync) -> Result<()>
+where
+    M: Master,
+    W: Worker<Task = M::Task, Result = M::Result, Shared = M::Shared>,
+{
+    let args = RuntimeOnly::parse().run;
+    run_with(&args, master, worker).map(drop)
+}
+
+/// Runs a Master/Worker program with the given runtime flags.
+///
+/// # Examples
+/// ```
+/// use mw_runtime::prelude::*;
+///
+/// struct Squares { total: u64 }
+/// impl Master for Squares {
+///     type Task = u64;
+///     type Result = u64;
+///     type Shared = ();
+///     fn partition(&mut self, it: &Iteration) -> Work<(), u64> {
+///         Work::tasks(if it.index == 0 { (1..=10).collect() } else { vec![] })
+///     }
+///     fn recover(&mut self, _task: TaskId, square: u64) { self.total += square; }
+/// }
+///
+/// #[derive(Default)]
+/// struct Squarer;
+/// impl Worker for Squarer {
+///     type Task = u64;
+///     type Result = u64;
+///     type Shared = ();
+///     fn do_work(&mut self, _: &(), n: &u64) -> u64 { n * n }
+/// }
+///
+/// let mut sum = 0;
+/// let args = RunArgs { workers: Some(2), backend: Some(BackendChoice::Local), ..RunArgs::default() };
+/// mw_runtime::run_with(&args, || Squares { total: 0 }, Squarer::default)?;
+/// # Ok::<(), mw_runtime::Error>(())
+/// ```
+///
+/// # Errors
+/// As for [`run`].
+pub fn run_with<M, W>(
+    args: &RunArgs,
+    master: impl FnOnce() -> M,
+    worker: impl Fn() -> W + Sync,
+) -> Result<Report>
+where
+    M: Master,
+    W: Worker<Task = M::Task, Result = M::Result, Shared = M::Shared>,
+{
+    let config = RunConfig::resolve(args)?;
+    run_config(&config, master, worker)
+}
+
+/// Runs with a configuration already resolved.
+///
+/// # Errors
+/// As for [`run`].
+pub fn run_config<M, W>(
+    config: &RunConfig,
+    master: impl FnOnce() -> M,
+    worker: impl Fn() -> W + Sync,
+) -> Result<Report>
+where
+    M: Master,
+    W: Worker<Task = M::Task, Result = M::Result, Shared = M::Shared>,
+{
+    config.validate()?;
+    let metrics = match config.backend {
+        BackendChoice::Local => run_local(config, master, worker)?,
+        BackendChoice::Auto if launched_by_mpirun().is_none() => run_local(config, master, worker)?,
+        BackendChoice::Auto | BackendChoice::Mpi => return Err(mpi_unavailable()),
+    };
+    if let Some(path) = &config.metrics {
+        metrics.write(path)?;
+    }
+    Ok(Report {
+        metrics: Some(metrics),
+    })
+}
+
+/// Master on this thread, one scoped thread per worker of the pool.
+fn run_local<M, W>(
+    config: &RunConfig,
+    master: impl FnOnce() -> M,
+    worker: impl Fn() -> W + Sync,
+) -> Result<RunMetrics>
+where
+    M: Master,
+    W: Worker<Task = M::Task, Result = M::Result, Shared = M::Shared>,
+{
+    let pool = config.max_workers;
+    let (mut link, ends) = local::connect(pool, config.protocol);
+    let worker = &worker;
+    std::thread::scope(|scope| {
+        for (index, mut end) in ends.into_iter().enumerate() {
+            let setup = WorkerSetup {
+                index,
+                pool,
+                backend: "local",
+            };
+            std::thread::Builder::new()
+                .name(format!("mw-worker-{index}"))
+                .spawn_scoped(scope, move || serve(worker, &setup, &mut end))
+                .map_err(|e| Error::backend(format!("cannot start worker thread {index}: {e}")))?;
+        }
+        let mut master = master();
+        run_master(&mut master, &mut link, config, &app_name())
+    })
+}
+
+/// The number of processes when this one was started by `mpirun`/`mpiexec`.
+pub(crate) fn launched_by_mpirun() -> Option<usize> {
+    [
+        "OMPI_COMM_WORLD_SIZE",
+        "PMI_SIZE",
+        "PMIX_SIZE",
+        "MPI_LOCALNRANKS",
+    ]
+    .iter()
+    .find_map(|var| std::env::var(var).ok()?.parse().ok())
+}
+
+fn mpi_unavailable() -> Error {
+    let launched = match launched_by_mpirun() {
+        Some(n) => format!(" (it was started by mpirun with {n} processes)"),
+        None => String::new(),
+    };
+    Error::config(
+        format!("error: the MPI backend is not available in this build{launched}"),
+        "rebuild with `cargo build --release --features mpi`, or run on threads with \
+         `--backend local`",
+    )
+}
+
+fn app_name() -> String {
+    std::env::args_os()
+        .next()
+        .and_then(|arg0| {
+            std::path::Path::new(&arg0)
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+        })
+        .unwrap_or_else(|| "mw".to_owned())
+}

@@ -1,0 +1,143 @@
+//! How master and workers talk: the protocol messages and the backends that carry them.
+//!
+//! One protocol, private flavors: [`local`] moves values through channels between threads; the
+//! `mpi` flavor sends the same messages encoded with the codec. Message volumes are always the
+//! encoded sizes, so the performance model sees the same bytes on every backend.
+
+pub(crate) mod local;
+
+use std::sync::Arc;
+
+use crate::codec::{DecodeError, Message, Reader, varint_len, write_varint};
+use crate::error::Result;
+use crate::measure::Moments;
+
+/// Master → worker.
+#[derive(Debug)]
+pub(crate) enum ToWorker<T, S> {
+    /// The shared part of an iteration; the worker keeps it for the chunks that follow.
+    Shared(Arc<S>),
+    /// Tasks to process.
+    Chunk(Chunk<T>),
+    /// No more work: run `final_work` and exit.
+    Stop,
+}
+
+/// Worker → master.
+#[derive(Debug)]
+pub(crate) enum FromWorker<T, R> {
+    /// `Worker::initialize` finished (with the error message if it failed).
+    Ready { error: Option<String> },
+    /// A chunk's results.
+    Done(Done<R>),
+    /// `do_work` panicked: the chunk's tasks come back to be re-run elsewhere.
+    Failed(Failed<T>),
+    /// `final_work` finished (with the error message if it failed).
+    Finished { error: Option<String> },
+}
+
+/// Consecutive tasks `first..first + tasks.len()` of the current iteration.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Chunk<T> {
+    pub id: u64,
+    pub first: u64,
+    pub tasks: Vec<T>,
+}
+
+/// The results of a chunk, with the worker's own measurements.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Done<R> {
+    pub chunk: u64,
+    pub results: Vec<R>,
+    /// Time spent in `do_work` for the whole chunk, in ns.
+    pub busy_ns: u64,
+    /// Per-task times in ms (count, sum, sum of squares).
+    pub task_ms: Moments,
+}
+
+/// A chunk whose processing panicked.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Failed<T> {
+    pub chunk: u64,
+    pub tasks: Vec<T>,
+    pub message: String,
+}
+
+/// The master's side of a backend.
+pub(crate) trait MasterLink<T, S, R> {
+    /// Workers started.
+    fn pool(&self) -> usize;
+    /// `"local"` or `"mpi"`.
+    fn backend(&self) -> &'static str;
+    /// Sends one message to `worker`; under the sync protocol it returns once delivered.
+    fn send(&mut self, worker: usize, message: ToWorker<T, S>) -> Result<()>;
+    /// The next message from any worker, with the worker's number.
+    fn recv(&mut self) -> Result<(usize, FromWorker<T, R>)>;
+}
+
+/// A worker's side of a backend.
+pub(crate) trait WorkerLink<T, S, R> {
+    /// The next message from the master; `None` when the master is gone.
+    fn recv(&mut self) -> Option<ToWorker<T, S>>;
+    /// Sends one message to the master; `false` when the master is gone.
+    fn send(&mut self, message: FromWorker<T, R>) -> bool;
+}
+
+impl<T: Message> Message for Chunk<T> {
+    const MIN_ENCODED_LEN: usize = 2 + <Vec<T>>::MIN_ENCODED_LEN;
+
+    fn encoded_len(&self) -> usize {
+        varint_len(self.id) + varint_len(self.first) + self.tasks.encoded_len()
+    }
+
+    fn encode(&self, out: &mut Vec<u8>) {
+        write_varint(out, self.id);
+        write_varint(out, self.first);
+        self.tasks.encode(out);
+    }
+
+    fn decode(input: &mut Reader<'_>) -> Result<Self, DecodeError> {
+        Ok(Chunk {
+            id: input.read_varint("Chunk")?,
+            first: input.read_varint("Chunk")?,
+            tasks: Vec::decode(input).map_err(|e| e.in_field("Chunk", "tasks"))?,
+        })
+    }
+}
+
+impl<R: Message> Message for Done<R> {
+    /// Chunk id, results, busy time, task count, then the two sums.
+    const MIN_ENCODED_LEN: usize = 1 + <Vec<R>>::MIN_ENCODED_LEN + 8 + 1 + 16;
+
+    fn encoded_len(&self) -> usize {
+        varint_len(self.chunk)
+            + self.results.encoded_len()
+            + 8
+            + varint_len(self.task_ms.count())
+            + 16
+    }
+
+    fn encode(&self, out: &mut Vec<u8>) {
+        write_varint(out, self.chunk);
+        self.results.encode(out);
+        self.busy_ns.encode(out);
+        write_varint(out, self.task_ms.count());
+        self.task_ms.sum().encode(out);
+        self.task_ms.sum_sq().encode(out);
+    }
+
+    fn decode(input: &mut Reader<'_>) -> Result<Self, DecodeError> {
+        let chunk = input.read_varint("Done")?;
+        let results = Vec::decode(input).map_err(|e| e.in_field("Done", "results"))?;
+        let busy_ns = u64::decode(input).map_err(|e| e.in_field("Done", "busy_ns"))?;
+        let count = input.read_varint("Done")?;
+        let sum = f64::decode(input).map_err(|e| e.in_field("Done", "task_ms"))?;
+        let sum_sq = f64::decode(input).map_err(|e| e.in_field("Done", "task_ms"))?;
+        Ok(Done {
+            chunk,
+            results,
+            busy_ns,
+            task_ms: Moments::from_sums(count, sum, sum_sq),
+        })
+    }
+}

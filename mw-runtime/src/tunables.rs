@@ -1,0 +1,223 @@
+//! The well-known tunables (`nworkers`, `factor`, `policy`) and the decisions that change them.
+//!
+//! The master reads one [`Tunables`] value at every iteration boundary. Changes requested in the
+//! meantime — by the tuner, the application or an external controller — wait in a
+//! [`TunablesHandle`] and take effect together at the next boundary, never mid-iteration.
+
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+use crate::policy::PolicyName;
+
+/// The values the runtime tunes while the program runs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Tunables {
+    /// Workers taking part in an iteration, `1..=pool`.
+    pub nworkers: usize,
+    /// How work is cut into chunks, `0 < factor ≤ 1`.
+    pub factor: f64,
+    /// The distribution policy.
+    pub policy: PolicyName,
+}
+
+/// One requested change to a tunable.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Change {
+    /// New `nworkers`.
+    Nworkers(usize),
+    /// New `factor`.
+    Factor(f64),
+    /// New `policy`.
+    Policy(PolicyName),
+}
+
+impl Change {
+    /// The tunable's well-known name.
+    pub fn tunable(&self) -> &'static str {
+        match self {
+            Change::Nworkers(_) => "nworkers",
+            Change::Factor(_) => "factor",
+            Change::Policy(_) => "policy",
+        }
+    }
+
+    /// Checks the value against its range, for a pool of `pool` workers.
+    ///
+    /// # Errors
+    /// A configuration error naming the tunable, the value and the valid range.
+    pub fn validate(&self, pool: usize) -> Result<()> {
+        match *self {
+            Change::Nworkers(n) if n == 0 || n > pool => Err(Error::config(
+                format!("error: `nworkers` = {n} is out of range"),
+                format!("choose between 1 and the pool of {pool} workers (see --max-workers)"),
+            )),
+            Change::Factor(f) => check_factor(f),
+            _ => Ok(()),
+        }
+    }
+
+    /// Parses a change from a tunable's name and a value in text, as an external controller sends
+    /// them.
+    ///
+    /// # Errors
+    /// When the name is not a tunable or the value does not parse.
+    pub fn parse(name: &str, value: &str) -> Result<Change> {
+        let bad = |expected: &str| {
+            Error::config(
+                format!("error: `{value}` is not a valid value for `{name}`"),
+                format!("`{name}` takes {expected}"),
+            )
+        };
+        match name {
+            "nworkers" => value
+                .parse()
+                .map(Change::Nworkers)
+                .map_err(|_| bad("a whole number of workers")),
+            "factor" => value
+                .parse()
+                .map(Change::Factor)
+                .map_err(|_| bad("a number in (0, 1]")),
+            "policy" => value
+                .parse()
+                .map(Change::Policy)
+                .map_err(|_| bad(&format!("one of {}", PolicyName::ALL_NAMES))),
+            _ => Err(Error::config(
+                format!("error: no tunable is named `{name}`"),
+                "the tunables are `nworkers`, `factor` and `policy`",
+            )),
+        }
+    }
+
+    fn value(&self) -> serde_json::Value {
+        match self {
+            Change::Nworkers(n) => (*n).into(),
+            Change::Factor(f) => (*f).into(),
+            Change::Policy(p) => p.as_str().into(),
+        }
+    }
+}
+
+/// Refuses factors outside `(0, 1]`.
+pub(crate) fn check_factor(factor: f64) -> Result<()> {
+    if factor > 0.0 && factor <= 1.0 {
+        Ok(())
+    } else {
+        Err(Error::config(
+            format!("error: `factor` = {factor} is out of range"),
+            "the factor is a fraction of the remaining work: choose a value in (0, 1], e.g. 0.5",
+        ))
+    }
+}
+
+impl Tunables {
+    /// Applies `change`, returning the decision that records it, or `None` when the value does
+    /// not change.
+    pub(crate) fn apply(
+        &mut self,
+        change: &Change,
+        iteration: usize,
+        reason: &str,
+    ) -> Option<Decision> {
+        let from = match change {
+            Change::Nworkers(n) if *n != self.nworkers => {
+                std::mem::replace(&mut self.nworkers, *n).into()
+            }
+            Change::Factor(f) if *f != self.factor => {
+                std::mem::replace(&mut self.factor, *f).into()
+            }
+            Change::Policy(p) if *p != self.policy => {
+                std::mem::replace(&mut self.policy, *p).as_str().into()
+            }
+            _ => return None,
+        };
+        Some(Decision {
+            iteration,
+            tunable: change.tunable().to_owned(),
+            from,
+            to: change.value(),
+            reason: reason.to_owned(),
+        })
+    }
+}
+
+/// A change of a tunable, with why it was made. Listed under `decisions` in the metrics.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Decision {
+    /// The first iteration that runs with the new value.
+    pub iteration: usize,
+    /// `nworkers`, `factor` or `policy`.
+    pub tunable: String,
+    /// Value before.
+    pub from: serde_json::Value,
+    /// Value after.
+    pub to: serde_json::Value,
+    /// Why: the tuner's reasoning, `application`, or `external`.
+    pub reason: String,
+}
+
+/// A shared handle on the tunables of a running program: read the values in force, request
+/// changes that take effect at the next iteration boundary.
+///
+/// # Examples
+/// ```no_run
+/// # fn f(setup: &mw_runtime::Setup) -> mw_runtime::Result<()> {
+/// let tunables = setup.tunables();
+/// tunables.request(mw_runtime::Change::Nworkers(4), "application")?;
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+pub struct TunablesHandle {
+    inner: Arc<Mutex<State>>,
+}
+
+#[derive(Debug)]
+struct State {
+    current: Tunables,
+    pool: usize,
+    pending: Vec<(Change, String)>,
+}
+
+impl TunablesHandle {
+    pub(crate) fn new(current: Tunables, pool: usize) -> Self {
+        TunablesHandle {
+            inner: Arc::new(Mutex::new(State {
+                current,
+                pool,
+                pending: Vec::new(),
+            })),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        // The state stays consistent under every operation, so a poisoned lock is still usable.
+        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The tunables in force for the current iteration.
+    pub fn current(&self) -> Tunables {
+        self.lock().current.clone()
+    }
+
+    /// Requests a change for the next iteration boundary; `reason` is logged with the decision.
+    ///
+    /// # Errors
+    /// When the value is out of range; nothing is queued then.
+    pub fn request(&self, change: Change, reason: &str) -> Result<()> {
+        let mut state = self.lock();
+        change.validate(state.pool)?;
+        state.pending.push((change, reason.to_owned()));
+        Ok(())
+    }
+
+    /// Applies the queued changes at the start of `iteration`, returning the decisions taken.
+    pub(crate) fn apply_pending(&self, iteration: usize) -> Vec<Decision> {
+        let mut state = self.lock();
+        let pending = std::mem::take(&mut state.pending);
+        pending
+            .iter()
+            .filter_map(|(change, reason)| state.current.apply(change, iteration, reason))
+            .collect()
+    }
+}
