@@ -1,1 +1,81 @@
+use super::*;
 
+#[test]
+fn flags_override_the_file_which_overrides_defaults() {
+    let file =
+        ConfigFile::parse("[run]\nworkers = 3\nmax_workers = 6\npolicy = \"fsc\"\nfactor = 0.25\n")
+            .unwrap();
+    let args = RunArgs {
+        policy: Some(PolicyName::Static),
+        ..RunArgs::default()
+    };
+    let config = RunConfig::merge(&file.run, &args).unwrap();
+    assert_eq!(config.workers, 3);
+    assert_eq!(config.max_workers, 6);
+    assert_eq!(config.policy, PolicyName::Static);
+    assert_eq!(config.factor, 0.25);
+    assert_eq!(config.protocol, Protocol::Async);
+}
+
+#[test]
+fn workers_alone_sets_the_pool() {
+    let args = RunArgs {
+        workers: Some(5),
+        ..RunArgs::default()
+    };
+    let config = RunConfig::merge(&RunSection::default(), &args).unwrap();
+    assert_eq!((config.workers, config.max_workers), (5, 5));
+}
+
+#[test]
+fn invalid_values_are_refused_with_help() {
+    let bad = |section: &str| {
+        let file = ConfigFile::parse(section).unwrap();
+        RunConfig::merge(&file.run, &RunArgs::default())
+            .unwrap_err()
+            .to_string()
+    };
+    let e = bad("[run]\nfactor = 1.5");
+    assert!(
+        e.contains("`factor` = 1.5 is out of range") && e.contains("help:"),
+        "{e}"
+    );
+    let e = bad("[run]\nworkers = 0");
+    assert!(e.contains("`workers` is 0"), "{e}");
+    let e = bad("[run]\nworkers = 4\nmax_workers = 2");
+    assert!(e.contains("more than `max_workers`"), "{e}");
+}
+
+#[test]
+fn unknown_keys_and_policies_in_the_file_are_reported_with_position() {
+    let e = ConfigFile::parse("[run]\nwokers = 2\n").unwrap_err();
+    assert!(e.contains("wokers") && e.contains("line 2"), "{e}");
+    let e = ConfigFile::parse("[run]\npolicy = \"round-robin\"\n").unwrap_err();
+    assert!(e.contains("round-robin"), "{e}");
+    assert!(ConfigFile::parse("[project]\nname = \"fire\"\nin = \"struct A {}\"\n").is_ok());
+}
+
+#[test]
+fn flags_are_checked_by_clap() {
+    #[derive(clap::Parser, Debug)]
+    struct Cli {
+        #[command(flatten)]
+        run: RunArgs,
+    }
+    use clap::Parser;
+    assert!(Cli::try_parse_from(["app", "--factor", "0"]).is_err());
+    assert!(Cli::try_parse_from(["app", "--workers", "0"]).is_err());
+    assert!(Cli::try_parse_from(["app", "--policy", "nope"]).is_err());
+    let ok = Cli::try_parse_from([
+        "app",
+        "--workers",
+        "2",
+        "--policy",
+        "fsc",
+        "--protocol",
+        "sync",
+    ])
+    .unwrap();
+    assert_eq!(ok.run.workers, Some(2));
+    assert_eq!(ok.run.protocol, Some(Protocol::Sync));
+}

@@ -25,11 +25,11 @@ pub(crate) struct LocalWorker<T, S, R> {
     to_master: Sender<(usize, FromWorker<T, R>)>,
 }
 
+/// Both ends of a local pool.
+pub(crate) type Pool<T, S, R> = (LocalMaster<T, S, R>, Vec<LocalWorker<T, S, R>>);
+
 /// Channels for a master and `pool` workers.
-pub(crate) fn connect<T, S, R>(
-    pool: usize,
-    protocol: Protocol,
-) -> (LocalMaster<T, S, R>, Vec<LocalWorker<T, S, R>>) {
+pub(crate) fn connect<T, S, R>(pool: usize, protocol: Protocol) -> Pool<T, S, R> {
     fn channel<M>(protocol: Protocol) -> (Sender<M>, Receiver<M>) {
         match protocol {
             Protocol::Sync => bounded(0),

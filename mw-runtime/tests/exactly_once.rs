@@ -1,0 +1,384 @@
+//! Every result is recovered exactly once, whatever the policy, protocol, worker count, task
+//! durations, `nworkers` changes between iterations, or workers that panic.
+#![allow(clippy::unwrap_used)]
+
+use std::time::Duration;
+
+use mw_runtime::prelude::*;
+use mw_runtime::{Change, ErrorKind, PolicyName, RunConfig, RunMetrics, TunablesHandle};
+use proptest::prelude::*;
+
+/// A task: its iteration, its index and how long it takes (µs).
+type Job = (u32, u32, u32);
+
+#[derive(Debug, Clone)]
+struct Scenario {
+    /// Tasks per iteration (with durations in µs).
+    iterations: Vec<Vec<u32>>,
+    /// `nworkers` requested for each iteration after the first.
+    nworkers: Vec<usize>,
+    /// Worker 0 panics on its first task of this iteration.
+    panic_at: Option<u32>,
+}
+
+struct Checker {
+    scenario: Scenario,
+    seen: Vec<Vec<u32>>,
+    tunables: Option<TunablesHandle>,
+}
+
+impl Master for Checker {
+    type Task = Job;
+    type Result = (u32, u32, u64);
+    type Shared = u32;
+
+    fn initialize(&mut self, setup: &mut Setup) -> mw_runtime::Result<()> {
+        self.tunables = Some(setup.tunables());
+        Ok(())
+    }
+
+    fn partition(&mut self, it: &Iteration) -> Work<u32, Job> {
+        let Some(durations) = self.scenario.iterations.get(it.index) else {
+            return Work::new(0, Vec::new());
+        };
+        self.seen.push(vec![0; durations.len()]);
+        let i = it.index as u32;
+        let tasks = durations
+            .iter()
+            .enumerate()
+            .map(|(t, &us)| (i, t as u32, us))
+            .collect();
+        Work::new(i, tasks)
+    }
+
+    fn recover(&mut self, task: TaskId, (iteration, index, value): (u32, u32, u64)) {
+        assert_eq!(
+            index as usize,
+            task.index(),
+            "result delivered under the wrong TaskId"
+        );
+        assert_eq!(value, u64::from(iteration) * 1_000_003 + u64::from(index));
+        self.seen[iteration as usize][task.index()] += 1;
+    }
+
+    fn final_work(&mut self) -> mw_runtime::Result<()> {
+        for (iteration, counts) in self.seen.iter().enumerate() {
+            for (task, &count) in counts.iter().enumerate() {
+                if count != 1 {
+                    return Err(format!(
+                        "task {task} of iteration {iteration} recovered {count} times"
+                    )
+                    .into());
+                }
+            }
+        }
+        if self.seen.len() != self.scenario.iterations.len() {
+            return Err(format!(
+                "{} iterations ran, {} planned",
+                self.seen.len(),
+                self.scenario.iterations.len()
+            )
+            .into());
+        }
+        Ok(())
+    }
+
+    fn end_iteration(&mut self, it: &Iteration) -> Flow {
+        if let (Some(n), Some(handle)) = (self.scenario.nworkers.get(it.index), &self.tunables) {
+            handle.request(Change::Nworkers(*n), "application").unwrap();
+        }
+        Flow::Continue
+    }
+}
+
+struct Sleeper {
+    index: usize,
+    panic_at: Option<u32>,
+}
+
+impl Worker for Sleeper {
+    type Task = Job;
+    type Result = (u32, u32, u64);
+    type Shared = u32;
+
+    fn initialize(&mut self, setup: &WorkerSetup) -> mw_runtime::Result<()> {
+        self.index = setup.index();
+        Ok(())
+    }
+
+    fn do_work(&mut self, iteration: &u32, &(it, index, us): &Job) -> (u32, u32, u64) {
+        assert_eq!(*iteration, it, "shared part of another iteration");
+        if self.index == 0 && self.panic_at == Some(it) {
+            panic!("worker 0 breaks on purpose in iteration {it}");
+        }
+        if us > 0 {
+            std::thread::sleep(Duration::from_micros(u64::from(us)));
+        }
+        (it, index, u64::from(it) * 1_000_003 + u64::from(index))
+    }
+}
+
+fn config(pool: usize, policy: PolicyName, protocol: Protocol, factor: f64) -> RunConfig {
+    RunConfig {
+        workers: pool,
+        max_workers: pool,
+        policy,
+        factor,
+        protocol,
+        backend: BackendChoice::Local,
+        ..RunConfig::default()
+    }
+}
+
+/// Runs a scenario; the checker's `final_work` fails the run unless every task of every planned
+/// iteration was recovered exactly once.
+fn run(scenario: &Scenario, config: &RunConfig) -> mw_runtime::Result<RunMetrics> {
+    let report = mw_runtime::run_config(
+        config,
+        || Checker {
+            scenario: scenario.clone(),
+            seen: Vec::new(),
+            tunables: None,
+        },
+        || Sleeper {
+            index: usize::MAX,
+            panic_at: scenario.panic_at,
+        },
+    )?;
+    Ok(report.into_metrics().expect("the master has metrics"))
+}
+
+fn policies() -> impl Strategy<Value = PolicyName> {
+    prop::sample::select(PolicyName::ALL.to_vec())
+}
+
+fn protocols() -> impl Strategy<Value = Protocol> {
+    prop::sample::select(vec![Protocol::Sync, Protocol::Async])
+}
+
+fn scenarios(pool: usize) -> impl Strategy<Value = Scenario> {
+    (
+        prop::collection::vec(prop::collection::vec(0u32..300, 1..60), 1..4),
+        prop::collection::vec(1..=pool, 3),
+        prop::option::weighted(0.3, 0u32..3),
+    )
+        .prop_map(move |(iterations, nworkers, panic_at)| Scenario {
+            iterations,
+            nworkers,
+            // With a single worker a panic cannot be recovered from: tested separately.
+            panic_at: panic_at.filter(|_| pool > 1),
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 40, ..ProptestConfig::default() })]
+
+    #[test]
+    fn every_result_is_recovered_exactly_once(
+        (pool, scenario) in (1usize..=8).prop_flat_map(|pool| (Just(pool), scenarios(pool))),
+        policy in policies(),
+        protocol in protocols(),
+        factor in prop::sample::select(vec![0.1, 0.5, 1.0]),
+    ) {
+        let metrics = run(&scenario, &config(pool, policy, protocol, factor)).unwrap();
+        prop_assert_eq!(metrics.iterations.len(), scenario.iterations.len());
+        let mut healthy = pool;
+        for (it, tasks) in metrics.iterations.iter().zip(&scenario.iterations) {
+            prop_assert_eq!(it.tasks, tasks.len());
+            prop_assert_eq!(it.chunk_sizes.iter().sum::<usize>(), tasks.len());
+            prop_assert_eq!(it.chunks, it.chunk_sizes.len());
+            prop_assert!(it.workers <= healthy);
+            if scenario.panic_at == Some(it.index as u32) {
+                healthy -= 1;
+            }
+        }
+        let expected_failures = usize::from(
+            scenario.panic_at.is_some_and(|i| (i as usize) < scenario.iterations.len()),
+        );
+        prop_assert_eq!(metrics.failures.len(), expected_failures);
+    }
+}
+
+#[test]
+fn nworkers_changes_take_effect_at_the_next_iteration() {
+    let scenario = Scenario {
+        iterations: vec![vec![100; 40]; 4],
+        nworkers: vec![1, 3, 2],
+        panic_at: None,
+    };
+    let metrics = run(&scenario, &config(4, PolicyName::Fsc, Protocol::Async, 0.2)).unwrap();
+    let workers: Vec<usize> = metrics.iterations.iter().map(|i| i.workers).collect();
+    assert_eq!(workers, vec![4, 1, 3, 2]);
+    let busy: Vec<usize> = metrics.iterations[1]
+        .busy_ms
+        .iter()
+        .filter(|&&b| b > 0.0)
+        .map(|_| 1)
+        .collect();
+    assert_eq!(busy.len(), 1, "only one worker takes part in iteration 1");
+    let changes: Vec<(usize, String)> = metrics
+        .decisions
+        .iter()
+        .map(|d| (d.iteration, d.to.to_string()))
+        .collect();
+    assert_eq!(
+        changes,
+        vec![(1, "1".into()), (2, "3".into()), (3, "2".into())]
+    );
+    assert!(metrics.decisions.iter().all(|d| d.reason == "application"));
+}
+
+#[test]
+fn a_panicking_worker_loses_nothing() {
+    let scenario = Scenario {
+        iterations: vec![vec![50; 30]; 3],
+        nworkers: vec![],
+        panic_at: Some(1),
+    };
+    for protocol in [Protocol::Sync, Protocol::Async] {
+        let metrics = run(&scenario, &config(3, PolicyName::Daf, protocol, 0.5)).unwrap();
+        assert_eq!(metrics.failures.len(), 1);
+        let failure = &metrics.failures[0];
+        assert_eq!((failure.iteration, failure.worker), (1, 0));
+        assert!(
+            failure.message.contains("breaks on purpose"),
+            "{}",
+            failure.message
+        );
+        assert_eq!(
+            metrics.iterations[2].workers, 2,
+            "the failed worker takes no further part"
+        );
+        assert_eq!(metrics.iterations[2].busy_ms[0], 0.0);
+    }
+}
+
+#[test]
+fn a_task_that_fails_everywhere_ends_the_run_naming_it() {
+    let scenario = Scenario {
+        iterations: vec![vec![0; 5]],
+        nworkers: vec![],
+        panic_at: Some(0),
+    };
+    let err = run(
+        &scenario,
+        &config(1, PolicyName::Static, Protocol::Sync, 0.5),
+    )
+    .unwrap_err();
+    match err.kind() {
+        ErrorKind::TaskFailed {
+            iteration,
+            task,
+            message,
+        } => {
+            assert_eq!((*iteration, *task), (0, 0));
+            assert!(message.contains("breaks on purpose"));
+        }
+        other => panic!("unexpected error {other:?}"),
+    }
+    let text = err.to_string();
+    assert!(
+        text.contains("task 0 of iteration 0 failed on every worker"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_worker_that_cannot_start_is_left_out() {
+    struct Picky(usize);
+    impl Worker for Picky {
+        type Task = Job;
+        type Result = (u32, u32, u64);
+        type Shared = u32;
+        fn initialize(&mut self, setup: &WorkerSetup) -> mw_runtime::Result<()> {
+            self.0 = setup.index();
+            if setup.index() == 1 {
+                Err("no GPU on this worker".into())
+            } else {
+                Ok(())
+            }
+        }
+        fn do_work(&mut self, _: &u32, &(it, index, _): &Job) -> (u32, u32, u64) {
+            assert_ne!(self.0, 1);
+            (it, index, u64::from(it) * 1_000_003 + u64::from(index))
+        }
+    }
+    let scenario = Scenario {
+        iterations: vec![vec![0; 20]; 2],
+        nworkers: vec![],
+        panic_at: None,
+    };
+    let report = mw_runtime::run_config(
+        &config(3, PolicyName::Fsc, Protocol::Async, 0.1),
+        || Checker {
+            scenario: scenario.clone(),
+            seen: Vec::new(),
+            tunables: None,
+        },
+        || Picky(0),
+    )
+    .unwrap();
+    let metrics = report.into_metrics().unwrap();
+    assert!(
+        metrics
+            .iterations
+            .iter()
+            .all(|i| i.workers == 2 && i.busy_ms[1] == 0.0)
+    );
+}
+
+#[test]
+fn metrics_file_has_the_contract_fields() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("metrics.json");
+    let scenario = Scenario {
+        iterations: vec![vec![10; 12]; 2],
+        nworkers: vec![],
+        panic_at: None,
+    };
+    let config = RunConfig {
+        metrics: Some(path.clone()),
+        ..config(2, PolicyName::Fsc, Protocol::Async, 0.5)
+    };
+    run(&scenario, &config).unwrap();
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    for key in [
+        "app",
+        "backend",
+        "pool",
+        "total_ms",
+        "iterations",
+        "decisions",
+    ] {
+        assert!(json.get(key).is_some(), "missing {key}");
+    }
+    assert_eq!(json["backend"], "local");
+    let it = &json["iterations"][0];
+    for key in [
+        "index",
+        "workers",
+        "factor",
+        "policy",
+        "tasks",
+        "chunks",
+        "time_ms",
+        "tc_ms",
+        "lm_ms",
+        "bytes_to_workers",
+        "bytes_from_workers",
+        "imbalance",
+        "predicted_ms",
+        "chunk_sizes",
+    ] {
+        assert!(it.get(key).is_some(), "missing iterations[].{key}");
+    }
+    // fsc: batches of 0.5 · 12 tasks, cut in 2 chunks.
+    assert_eq!(it["chunk_sizes"], serde_json::json!([3, 3, 3, 3]));
+    // 2 shared parts (u32) + 4 chunks of 3 tasks of 12 bytes, each with id, first and length.
+    assert_eq!(it["bytes_to_workers"], 2 * 4 + 4 * (1 + 1 + 1 + 3 * 12));
+    // 4 answers: chunk id, 3 results of 16 bytes with their length, busy time, count and sums.
+    assert_eq!(it["bytes_from_workers"], 4 * (1 + 1 + 3 * 16 + 8 + 1 + 16));
+    let back = RunMetrics::read(&path).unwrap();
+    assert_eq!(back.iterations.len(), 2);
+}
