@@ -43,7 +43,11 @@ impl Master for Empty {
     type Result = u64;
     type Shared = ();
     fn partition(&mut self, it: &Iteration) -> Work<(), u64> {
-        Work::tasks(if it.index == 0 { (0..TASKS as u64).collect() } else { Vec::new() })
+        Work::tasks(if it.index == 0 {
+            (0..TASKS as u64).collect()
+        } else {
+            Vec::new()
+        })
     }
     fn recover(&mut self, task: TaskId, result: u64) {
         assert_eq!(result, task.index() as u64 + 1);
@@ -86,7 +90,11 @@ fn median(mut xs: Vec<f64>) -> f64 {
 
 fn main() {
     // `cargo test --benches` runs this with `--bench` absent: keep that quick.
-    let rounds = if std::env::args().any(|a| a == "--bench") { ROUNDS } else { 1 };
+    let rounds = if std::env::args().any(|a| a == "--bench") {
+        ROUNDS
+    } else {
+        1
+    };
     let (mut floor, mut sync, mut asynchronous) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..rounds {
         floor.push(ping_pong());
@@ -101,5 +109,9 @@ fn main() {
         asynchronous,
         asynchronous / floor
     );
-    println!("  engine, sync    : {:>10.0} tasks/s   ratio {:.2}", sync, sync / floor);
+    println!(
+        "  engine, sync    : {:>10.0} tasks/s   ratio {:.2}",
+        sync,
+        sync / floor
+    );
 }
