@@ -68,8 +68,8 @@ impl Worker for Incr {
 /// Tasks per second through the engine: one worker, chunks of one task.
 fn engine(protocol: Protocol) -> f64 {
     let config = RunConfig {
-        workers: 1,
-        max_workers: 1,
+        workers: Some(1),
+        max_workers: Some(1),
         policy: PolicyName::Fsc,
         // fsc cuts chunks of factor·M/N tasks: one task each.
         factor: 1.0 / TASKS as f64,

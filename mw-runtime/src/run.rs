@@ -137,7 +137,7 @@ where
     M: Master,
     W: Worker<Task = M::Task, Result = M::Result, Shared = M::Shared>,
 {
-    let pool = config.max_workers;
+    let pool = config.local_pool();
     let (mut link, ends) = local::connect(pool, config.protocol);
     let worker = &worker;
     std::thread::scope(|scope| {

@@ -120,8 +120,8 @@ impl Worker for Sleeper {
 
 fn config(pool: usize, policy: PolicyName, protocol: Protocol, factor: f64) -> RunConfig {
     RunConfig {
-        workers: pool,
-        max_workers: pool,
+        workers: Some(pool),
+        max_workers: Some(pool),
         policy,
         factor,
         protocol,

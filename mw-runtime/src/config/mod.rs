@@ -51,10 +51,10 @@ impl fmt::Display for Protocol {
 #[derive(Debug, Clone, Default, Args)]
 #[command(next_help_heading = "Runtime")]
 pub struct RunArgs {
-    /// Workers taking part at the start (`nworkers`)
+    /// Workers taking part at the start (`nworkers`) [default: the pool]
     #[arg(long, value_name = "N", value_parser = parse_count)]
     pub workers: Option<usize>,
-    /// Workers started: the most that can take part [default: --workers]
+    /// Workers started, the most that can take part [default: --workers, else one per core; under MPI the launched ranks]
     #[arg(long, value_name = "N", value_parser = parse_count)]
     pub max_workers: Option<usize>,
     /// Task distribution policy [default: daf]
@@ -157,10 +157,11 @@ impl ConfigFile {
 /// The settings of a run after `Mw.toml` and flags are merged and checked.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RunConfig {
-    /// Workers taking part at the start.
-    pub workers: usize,
-    /// Workers started (the pool).
-    pub max_workers: usize,
+    /// Workers taking part at the start; `None`: the whole pool.
+    pub workers: Option<usize>,
+    /// Workers started (the pool); `None`: `workers`, else one per core on the local backend.
+    /// Under MPI the pool is the launched ranks but one.
+    pub max_workers: Option<usize>,
     pub policy: PolicyName,
     pub factor: f64,
     pub min_chunk: usize,
@@ -171,10 +172,9 @@ pub struct RunConfig {
 
 impl Default for RunConfig {
     fn default() -> Self {
-        let workers = std::thread::available_parallelism().map_or(2, usize::from);
         RunConfig {
-            workers,
-            max_workers: workers,
+            workers: None,
+            max_workers: None,
             policy: PolicyName::Daf,
             factor: 0.5,
             min_chunk: 1,
@@ -206,17 +206,9 @@ impl RunConfig {
     /// Values out of range, with what to do about them.
     pub fn merge(file: &RunSection, args: &RunArgs) -> Result<RunConfig> {
         let defaults = RunConfig::default();
-        let workers = args.workers.or(file.workers);
-        let max_workers = args.max_workers.or(file.max_workers);
-        let (workers, max_workers) = match (workers, max_workers) {
-            (Some(w), Some(m)) => (w, m),
-            (Some(w), None) => (w, w),
-            (None, Some(m)) => (defaults.workers.min(m), m),
-            (None, None) => (defaults.workers, defaults.max_workers),
-        };
         let config = RunConfig {
-            workers,
-            max_workers,
+            workers: args.workers.or(file.workers),
+            max_workers: args.max_workers.or(file.max_workers),
             policy: args.policy.or(file.policy).unwrap_or(defaults.policy),
             factor: args.factor.or(file.factor).unwrap_or(defaults.factor),
             min_chunk: args
@@ -236,20 +228,19 @@ impl RunConfig {
     /// # Errors
     /// The first value out of range, with what to do.
     pub fn validate(&self) -> Result<()> {
-        if self.workers == 0 {
+        if self.workers == Some(0) || self.max_workers == Some(0) {
             return Err(Error::config(
-                "error: `workers` is 0",
-                "a run needs at least one worker: set --workers 1 or more",
+                "error: a run with 0 workers",
+                "a run needs at least one worker: set --workers and --max-workers to 1 or more",
             ));
         }
-        if self.max_workers < self.workers {
-            return Err(Error::config(
-                format!(
-                    "error: `workers` = {} is more than `max_workers` = {}",
-                    self.workers, self.max_workers
-                ),
-                "raise --max-workers or lower --workers",
-            ));
+        if let (Some(workers), Some(max)) = (self.workers, self.max_workers) {
+            if max < workers {
+                return Err(Error::config(
+                    format!("error: `workers` = {workers} is more than `max_workers` = {max}"),
+                    "raise --max-workers or lower --workers",
+                ));
+            }
         }
         if self.min_chunk == 0 {
             return Err(Error::config(
@@ -260,10 +251,17 @@ impl RunConfig {
         check_factor(self.factor)
     }
 
-    /// The tunables the run starts with.
-    pub fn tunables(&self) -> Tunables {
+    /// Threads to start on the local backend: `max_workers`, else `workers`, else one per core.
+    pub fn local_pool(&self) -> usize {
+        self.max_workers
+            .or(self.workers)
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, usize::from))
+    }
+
+    /// The tunables a run over `pool` workers starts with.
+    pub fn tunables(&self, pool: usize) -> Tunables {
         Tunables {
-            nworkers: self.workers,
+            nworkers: self.workers.unwrap_or(pool).clamp(1, pool.max(1)),
             factor: self.factor,
             policy: self.policy,
         }

@@ -10,8 +10,8 @@ fn flags_override_the_file_which_overrides_defaults() {
         ..RunArgs::default()
     };
     let config = RunConfig::merge(&file.run, &args).unwrap();
-    assert_eq!(config.workers, 3);
-    assert_eq!(config.max_workers, 6);
+    assert_eq!((config.workers, config.max_workers), (Some(3), Some(6)));
+    assert_eq!(config.tunables(6).nworkers, 3);
     assert_eq!(config.policy, PolicyName::Static);
     assert_eq!(config.factor, 0.25);
     assert_eq!(config.protocol, Protocol::Async);
@@ -19,12 +19,24 @@ fn flags_override_the_file_which_overrides_defaults() {
 
 #[test]
 fn workers_alone_sets_the_pool() {
-    let args = RunArgs {
+    let merged = |args: RunArgs| RunConfig::merge(&RunSection::default(), &args).unwrap();
+    let config = merged(RunArgs {
         workers: Some(5),
         ..RunArgs::default()
-    };
-    let config = RunConfig::merge(&RunSection::default(), &args).unwrap();
-    assert_eq!((config.workers, config.max_workers), (5, 5));
+    });
+    assert_eq!(config.local_pool(), 5);
+    assert_eq!(config.tunables(5).nworkers, 5);
+    let config = merged(RunArgs {
+        max_workers: Some(7),
+        ..RunArgs::default()
+    });
+    assert_eq!((config.local_pool(), config.tunables(7).nworkers), (7, 7));
+    // Under MPI the pool is what was launched; `workers` is capped by it.
+    let config = merged(RunArgs {
+        workers: Some(9),
+        ..RunArgs::default()
+    });
+    assert_eq!(config.tunables(4).nworkers, 4);
 }
 
 #[test]
@@ -41,7 +53,7 @@ fn invalid_values_are_refused_with_help() {
         "{e}"
     );
     let e = bad("[run]\nworkers = 0");
-    assert!(e.contains("`workers` is 0"), "{e}");
+    assert!(e.contains("a run with 0 workers"), "{e}");
     let e = bad("[run]\nworkers = 4\nmax_workers = 2");
     assert!(e.contains("more than `max_workers`"), "{e}");
 }

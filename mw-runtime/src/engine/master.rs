@@ -13,7 +13,7 @@ use crate::measure::TaskStats;
 use crate::metrics::{Failure, IterationMetrics, RunMetrics};
 use crate::policy::{Ask, Plan, Policy, PolicyName};
 use crate::transport::{Chunk, Done, Failed, FromWorker, MasterLink, ToWorker};
-use crate::tunables::{Tunables, TunablesHandle};
+use crate::tunables::TunablesHandle;
 
 /// Runs the whole program on the master: initialize, iterate, shut the workers down, final work.
 /// Workers are always told to stop, even when the run fails, so no thread or rank is left waiting.
@@ -29,13 +29,7 @@ where
 {
     let started = Instant::now();
     let pool = link.pool();
-    let tunables = TunablesHandle::new(
-        Tunables {
-            nworkers: config.workers.min(pool),
-            ..config.tunables()
-        },
-        pool,
-    );
+    let tunables = TunablesHandle::new(config.tunables(pool), pool);
     let mut engine = Engine {
         master,
         link,
