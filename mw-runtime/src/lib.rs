@@ -48,8 +48,9 @@
 //! write `use mw::prelude::*;` and `mw::run(...)`.
 //!
 //! # Feature flags
-//! - `mpi` (off by default): the MPI backend through rsmpi. Without it, `--backend mpi` explains
-//!   how to rebuild.
+//! - `mpi` (off by default): the MPI backend through rsmpi (needs an MPI library such as Open MPI
+//!   and libclang to build). A binary started by `mpirun -np P` runs the master on rank 0 and
+//!   workers on ranks `1..P`. Without the feature, `--backend mpi` explains how to rebuild.
 
 pub mod app;
 pub mod codec;
@@ -71,6 +72,11 @@ pub use metrics::RunMetrics;
 pub use policy::PolicyName;
 pub use run::{Report, run, run_config, run_with};
 pub use tunables::{Change, Decision, Tunables, TunablesHandle};
+
+/// The rsmpi crate, for programs that initialize MPI themselves: when MPI is already initialized,
+/// runs use it and leave finalizing to the program, so one process can run several times.
+#[cfg(feature = "mpi")]
+pub use mpi;
 
 /// What a Master/Worker program needs in scope.
 pub mod prelude {

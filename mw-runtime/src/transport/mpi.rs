@@ -300,7 +300,10 @@ where
     } else {
         Some(mpi::initialize().ok_or_else(|| Error::backend("MPI could not be initialized"))?)
     };
-    let world = SimpleCommunicator::world();
+    // A communicator of its own for every run (a collective call, so every rank makes the same
+    // one): a worker that finished the last run and already says `Ready` for the next cannot have
+    // that message taken for a late answer of the last run.
+    let world = SimpleCommunicator::world().duplicate();
     let size = world.size() as usize;
     if size < 2 {
         return Err(Error::config(

@@ -1,0 +1,172 @@
+//! Scenarios shared by the local and MPI suites: a master that checks every result arrives
+//! exactly once under its own `TaskId`, and workers that sleep, and panic on request.
+#![allow(dead_code, clippy::unwrap_used)]
+
+use std::time::Duration;
+
+use mw_runtime::prelude::*;
+use mw_runtime::{Change, PolicyName, RunConfig, RunMetrics, TunablesHandle};
+
+/// A task: its iteration, its index and how long it takes (µs).
+pub type Job = (u32, u32, u32);
+
+#[derive(Debug, Clone)]
+pub struct Scenario {
+    /// Tasks per iteration (with durations in µs).
+    pub iterations: Vec<Vec<u32>>,
+    /// `nworkers` requested for each iteration after the first.
+    pub nworkers: Vec<usize>,
+    /// Worker 0 panics on its first task of this iteration.
+    pub panic_at: Option<u32>,
+}
+
+pub struct Checker {
+    scenario: Scenario,
+    seen: Vec<Vec<u32>>,
+    tunables: Option<TunablesHandle>,
+}
+
+impl Checker {
+    pub fn new(scenario: &Scenario) -> Self {
+        Checker {
+            scenario: scenario.clone(),
+            seen: Vec::new(),
+            tunables: None,
+        }
+    }
+}
+
+impl Master for Checker {
+    type Task = Job;
+    type Result = (u32, u32, u64);
+    type Shared = u32;
+
+    fn initialize(&mut self, setup: &mut Setup) -> mw_runtime::Result<()> {
+        self.tunables = Some(setup.tunables());
+        Ok(())
+    }
+
+    fn partition(&mut self, it: &Iteration) -> Work<u32, Job> {
+        let Some(durations) = self.scenario.iterations.get(it.index) else {
+            return Work::new(0, Vec::new());
+        };
+        self.seen.push(vec![0; durations.len()]);
+        let i = it.index as u32;
+        let tasks = durations
+            .iter()
+            .enumerate()
+            .map(|(t, &us)| (i, t as u32, us))
+            .collect();
+        Work::new(i, tasks)
+    }
+
+    fn recover(&mut self, task: TaskId, (iteration, index, value): (u32, u32, u64)) {
+        assert_eq!(
+            index as usize,
+            task.index(),
+            "result delivered under the wrong TaskId"
+        );
+        assert_eq!(value, u64::from(iteration) * 1_000_003 + u64::from(index));
+        self.seen[iteration as usize][task.index()] += 1;
+    }
+
+    fn final_work(&mut self) -> mw_runtime::Result<()> {
+        for (iteration, counts) in self.seen.iter().enumerate() {
+            for (task, &count) in counts.iter().enumerate() {
+                if count != 1 {
+                    return Err(format!(
+                        "task {task} of iteration {iteration} recovered {count} times"
+                    )
+                    .into());
+                }
+            }
+        }
+        if self.seen.len() != self.scenario.iterations.len() {
+            return Err(format!(
+                "{} iterations ran, {} planned",
+                self.seen.len(),
+                self.scenario.iterations.len()
+            )
+            .into());
+        }
+        Ok(())
+    }
+
+    fn end_iteration(&mut self, it: &Iteration) -> Flow {
+        if let (Some(n), Some(handle)) = (self.scenario.nworkers.get(it.index), &self.tunables) {
+            handle.request(Change::Nworkers(*n), "application").unwrap();
+        }
+        Flow::Continue
+    }
+}
+
+pub struct Sleeper {
+    index: usize,
+    panic_at: Option<u32>,
+    always: bool,
+}
+
+impl Sleeper {
+    /// A worker; worker 0 panics on its first task of iteration `panic_at`.
+    pub fn new(panic_at: Option<u32>) -> Self {
+        Sleeper {
+            index: usize::MAX,
+            panic_at,
+            always: false,
+        }
+    }
+
+    /// A worker that panics on every task.
+    pub fn always_panicking() -> Self {
+        Sleeper {
+            index: usize::MAX,
+            panic_at: None,
+            always: true,
+        }
+    }
+}
+
+impl Worker for Sleeper {
+    type Task = Job;
+    type Result = (u32, u32, u64);
+    type Shared = u32;
+
+    fn initialize(&mut self, setup: &WorkerSetup) -> mw_runtime::Result<()> {
+        self.index = setup.index();
+        Ok(())
+    }
+
+    fn do_work(&mut self, iteration: &u32, &(it, index, us): &Job) -> (u32, u32, u64) {
+        assert_eq!(*iteration, it, "shared part of another iteration");
+        if self.always || (self.index == 0 && self.panic_at == Some(it)) {
+            panic!("worker 0 breaks on purpose in iteration {it}");
+        }
+        if us > 0 {
+            std::thread::sleep(Duration::from_micros(u64::from(us)));
+        }
+        (it, index, u64::from(it) * 1_000_003 + u64::from(index))
+    }
+}
+
+pub fn config(pool: usize, policy: PolicyName, protocol: Protocol, factor: f64) -> RunConfig {
+    RunConfig {
+        workers: Some(pool),
+        max_workers: Some(pool),
+        policy,
+        factor,
+        protocol,
+        backend: BackendChoice::Local,
+        ..RunConfig::default()
+    }
+}
+
+/// Runs a scenario; the checker's `final_work` fails the run unless every task of every planned
+/// iteration was recovered exactly once.
+pub fn run(scenario: &Scenario, config: &RunConfig) -> mw_runtime::Result<RunMetrics> {
+    let report = mw_runtime::run_config(
+        config,
+        || Checker::new(scenario),
+        || Sleeper::new(scenario.panic_at),
+    )?;
+    Ok(report.into_metrics().expect("the master has metrics"))
+}

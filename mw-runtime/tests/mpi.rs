@@ -1,0 +1,138 @@
+//! The exactly-once and failure scenarios on the MPI backend. Run it under MPI, e.g.
+//!
+//!     cargo test -p mw-runtime --features mpi --test mpi --no-run
+//!     mpirun -np 4 --oversubscribe target/debug/deps/mpi-<hash>
+//!
+//! Every rank runs the same scenarios in the same order (they are derived from a fixed seed);
+//! rank 0 checks them and prints the tally. Started without MPI, it says so and passes.
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use common::{Checker, Scenario, Sleeper, config};
+use mw_runtime::mpi::topology::Communicator;
+use mw_runtime::prelude::*;
+use mw_runtime::{ErrorKind, PolicyName, RunConfig};
+
+/// Scenarios for a pool of `pool` workers, the same on every rank.
+fn scenarios(pool: usize) -> Vec<(String, Scenario, PolicyName, Protocol)> {
+    let mut state = 0x5eed_u64;
+    let mut next = move |n: u64| {
+        state = state
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        (state >> 33) % n
+    };
+    let mut out = Vec::new();
+    for policy in PolicyName::ALL {
+        for protocol in [Protocol::Sync, Protocol::Async] {
+            for panics in [false, true] {
+                if panics && pool < 2 {
+                    continue;
+                }
+                let iterations = (0..3)
+                    .map(|_| (0..1 + next(40)).map(|_| next(300) as u32).collect())
+                    .collect();
+                let nworkers = (0..3).map(|_| 1 + next(pool as u64) as usize).collect();
+                let scenario = Scenario {
+                    iterations,
+                    nworkers,
+                    panic_at: panics.then_some(1),
+                };
+                let name = format!("{policy}/{protocol}/panic={panics}");
+                out.push((name, scenario, policy, protocol));
+            }
+        }
+    }
+    out
+}
+
+fn main() {
+    if std::env::var_os("OMPI_COMM_WORLD_SIZE").is_none() && std::env::var_os("PMI_SIZE").is_none()
+    {
+        println!(
+            "mpi suite skipped: not launched under mpirun (try `mpirun -np 4 --oversubscribe {}`)",
+            std::env::args().next().unwrap_or_default()
+        );
+        return;
+    }
+    let universe = mw_runtime::mpi::initialize().expect("MPI initializes once");
+    let world = universe.world();
+    let (rank, size) = (world.rank(), world.size() as usize);
+    if size < 2 {
+        println!("mpi suite skipped: needs at least 2 processes");
+        return;
+    }
+    let pool = size - 1;
+    let (mut passed, mut failed) = (0, 0);
+    for (name, scenario, policy, protocol) in scenarios(pool) {
+        let config = RunConfig {
+            backend: BackendChoice::Mpi,
+            ..config(pool, policy, protocol, 0.3)
+        };
+        if rank == 0 {
+            println!("running {name}");
+        }
+        let outcome = mw_runtime::run_config(
+            &config,
+            || Checker::new(&scenario),
+            || Sleeper::new(scenario.panic_at),
+        );
+        if rank != 0 {
+            continue;
+        }
+        let verdict = match outcome {
+            Ok(report) => {
+                let metrics = report.into_metrics().unwrap();
+                let failures = usize::from(scenario.panic_at.is_some());
+                if metrics.failures.len() != failures {
+                    Err(format!(
+                        "{} failures recorded, {failures} expected",
+                        metrics.failures.len()
+                    ))
+                } else if metrics.backend != "mpi" {
+                    Err(format!("ran on {}", metrics.backend))
+                } else {
+                    Ok(())
+                }
+            }
+            Err(e) => Err(e.to_string()),
+        };
+        match verdict {
+            Ok(()) => passed += 1,
+            Err(e) => {
+                failed += 1;
+                println!("FAILED {name}: {e}");
+            }
+        }
+    }
+
+    // A task that fails on every worker ends the run with an error naming it, on every rank count.
+    let all_fail = Scenario {
+        iterations: vec![vec![0; 4]],
+        nworkers: vec![],
+        panic_at: Some(0),
+    };
+    let config = RunConfig {
+        backend: BackendChoice::Mpi,
+        ..config(pool, PolicyName::Static, Protocol::Async, 0.5)
+    };
+    let outcome = mw_runtime::run_config(
+        &config,
+        || Checker::new(&all_fail),
+        || Sleeper::always_panicking(),
+    );
+    if rank == 0 {
+        match outcome {
+            Err(e) if matches!(e.kind(), ErrorKind::TaskFailed { .. }) => passed += 1,
+            other => {
+                failed += 1;
+                println!("FAILED all-workers-fail: {other:?}");
+            }
+        }
+        println!("mpi suite on {size} processes: {passed} passed, {failed} failed");
+        if failed > 0 {
+            world.abort(1);
+        }
+    }
+}
