@@ -59,6 +59,7 @@ mod engine;
 mod error;
 pub mod measure;
 pub mod metrics;
+pub mod model;
 pub mod policy;
 mod run;
 mod transport;

@@ -1,0 +1,53 @@
+//! `mwgen`: the command-line front door of mw-runtime.
+//!
+//! The binary is a thin shell around [`run`]: it parses a [`Cli`], runs its [`Command`] with the
+//! standard output as `out`, and prints a [`CliError`] the way cargo does. Each subcommand lives
+//! in its own module with its clap `Args` struct and a `run` function.
+
+use std::io::Write;
+
+use clap::{Parser, Subcommand};
+
+pub mod error;
+pub mod model;
+
+pub use error::CliError;
+
+/// Scaffold, model and report on self-tuning Master/Worker programs.
+#[derive(Debug, Parser)]
+#[command(name = "mwgen", version, about, propagate_version = true)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Evaluate the performance model offline: iteration time, efficiency and performance
+    /// index for each number of workers, the best number by time and by index, and the MCMC
+    #[command(long_about = model::LONG_ABOUT)]
+    Model(model::ModelArgs),
+}
+
+/// Runs the parsed command, writing its output to `out`.
+///
+/// # Errors
+/// A [`CliError`] to print on the standard error, with its exit code.
+pub fn run(cli: Cli, out: &mut dyn Write) -> Result<(), CliError> {
+    match cli.command {
+        Command::Model(args) => model::run(&args, out),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    use super::Cli;
+
+    #[test]
+    fn cli_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+}
