@@ -51,6 +51,13 @@
 //! - `mpi` (off by default): the MPI backend through rsmpi. Without it, `--backend mpi` explains
 //!   how to rebuild.
 
+// `::mw_runtime` paths written by the derive and hook macros also resolve inside this crate.
+#[allow(unused_extern_crates)]
+extern crate self as mw_runtime;
+
+#[doc(hidden)]
+pub mod __private;
+
 pub mod app;
 pub mod codec;
 pub mod config;
@@ -68,6 +75,7 @@ pub use codec::{DecodeError, Message};
 pub use config::{BackendChoice, Protocol, RunArgs, RunConfig};
 pub use error::{Error, ErrorKind, Result};
 pub use metrics::RunMetrics;
+pub use mw_macros::{Message, master, worker};
 pub use policy::PolicyName;
 pub use run::{Report, run, run_config, run_with};
 pub use tunables::{Change, Decision, Tunables, TunablesHandle};
@@ -75,6 +83,7 @@ pub use tunables::{Change, Decision, Tunables, TunablesHandle};
 /// What a Master/Worker program needs in scope.
 pub mod prelude {
     pub use crate::app::{Flow, Iteration, Master, Setup, TaskId, Work, Worker, WorkerSetup};
-    pub use crate::codec::Message;
+    // The trait and its derive.
+    pub use crate::Message;
     pub use crate::config::{BackendChoice, Protocol, RunArgs};
 }
