@@ -57,7 +57,7 @@ extern crate self as mw_runtime;
 
 #[doc(hidden)]
 pub mod __private;
-
+pub mod agree;
 pub mod app;
 pub mod codec;
 pub mod config;
