@@ -4,16 +4,18 @@
 //! the master's. They state it with the traits of this module rather than with
 //! `W: Worker<Task = M::Task, ...>` so that a mismatch is reported as one error that names the
 //! master, the worker and both types, instead of a bare "type mismatch resolving
-//! `<W as Worker>::Task == ...`". Each trait holds only between a type and itself.
+//! `<W as Worker>::Task == ...`". Each trait holds between a type and itself (and between a
+//! type and [`Elsewhere`] of it, which no program uses: that second impl keeps the compiler
+//! from committing to the first before both types are known, which would turn a mismatch back
+//! into a bare "type mismatch resolving ...").
 
 use std::marker::PhantomData;
 
 use crate::app::{Master, Worker, WorkerSetup};
 
-mod sealed {
-    pub trait Sealed<T> {}
-    impl<T> Sealed<T> for T {}
-}
+/// Not a message type: the other side of the second impl of each trait of this module.
+#[derive(Debug)]
+pub struct Elsewhere<T>(T);
 
 /// The worker `W`'s task type (`Self`) is the master `M`'s (`T`).
 #[diagnostic::on_unimplemented(
@@ -23,7 +25,7 @@ mod sealed {
             `#[mw::master]`/`#[mw::worker]`, the `Task` of `partition`'s `Work<Shared, Task>` \
             and the type of `do_work`'s `task`"
 )]
-pub trait SameTask<T, M, W>: sealed::Sealed<T> {
+pub trait SameTask<T, M, W> {
     /// The master's task, seen as the worker's (the same value).
     fn from_master(task: &T) -> &Self;
 }
@@ -35,6 +37,12 @@ impl<T, M, W> SameTask<T, M, W> for T {
     }
 }
 
+impl<T, M, W> SameTask<Elsewhere<T>, M, W> for T {
+    fn from_master(task: &Elsewhere<T>) -> &T {
+        &task.0
+    }
+}
+
 /// The worker `W`'s result type (`Self`) is the master `M`'s (`T`).
 #[diagnostic::on_unimplemented(
     message = "the master `{M}` and the worker `{W}` do not agree on the result type",
@@ -43,7 +51,7 @@ impl<T, M, W> SameTask<T, M, W> for T {
             `#[mw::master]`/`#[mw::worker]`, the type of `recover`'s `result` and the return \
             type of `do_work`"
 )]
-pub trait SameResult<T, M, W>: sealed::Sealed<T> {
+pub trait SameResult<T, M, W> {
     /// The worker's result, handed to the master (the same value).
     fn into_master(self) -> T;
 }
@@ -55,6 +63,12 @@ impl<T, M, W> SameResult<T, M, W> for T {
     }
 }
 
+impl<T, M, W> SameResult<Elsewhere<T>, M, W> for T {
+    fn into_master(self) -> Elsewhere<T> {
+        Elsewhere(self)
+    }
+}
+
 /// The worker `W`'s shared type (`Self`) is the master `M`'s (`T`).
 #[diagnostic::on_unimplemented(
     message = "the master `{M}` and the worker `{W}` do not agree on the shared type",
@@ -63,7 +77,7 @@ impl<T, M, W> SameResult<T, M, W> for T {
             `#[mw::master]`/`#[mw::worker]`, the `Shared` of `partition`'s \
             `Work<Shared, Task>` and the type of `do_work`'s `shared`"
 )]
-pub trait SameShared<T, M, W>: sealed::Sealed<T> {
+pub trait SameShared<T, M, W> {
     /// The master's shared data, seen as the worker's (the same value).
     fn from_master(shared: &T) -> &Self;
 }
@@ -72,6 +86,12 @@ impl<T, M, W> SameShared<T, M, W> for T {
     #[inline]
     fn from_master(shared: &T) -> &T {
         shared
+    }
+}
+
+impl<T, M, W> SameShared<Elsewhere<T>, M, W> for T {
+    fn from_master(shared: &Elsewhere<T>) -> &T {
+        &shared.0
     }
 }
 
