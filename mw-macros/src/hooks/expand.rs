@@ -117,7 +117,11 @@ pub(crate) fn trait_impl(
                             #call
                         }
                     };
-                    ([quote!(#task), quote!(#result), quote!(#shared)], do_work)
+                    let result = match result {
+                        Some(result) => quote!(#result),
+                        None => quote!(()),
+                    };
+                    ([quote!(#task), result, quote!(#shared)], do_work)
                 }
                 _ => (
                     [unknown(), unknown(), unknown()],

@@ -37,7 +37,7 @@ fn inferred(
             projection: false,
         };
         uses.visit_type(field.ty);
-        if uses.found.is_empty() {
+        if uses.found.is_empty() && !uses.projection {
             continue;
         }
         let ty = field.ty;
@@ -73,20 +73,34 @@ struct Uses<'p, 'a> {
 
 impl<'ast> Visit<'ast> for Uses<'_, '_> {
     fn visit_type_path(&mut self, ty: &'ast syn::TypePath) {
+        // `<T as Trait>::Out`: a projection; `T` itself needs no bound.
+        if let Some(qself) = &ty.qself {
+            let mut inner = Uses {
+                params: self.params,
+                found: BTreeSet::new(),
+                projection: false,
+            };
+            inner.visit_type(&qself.ty);
+            if !inner.found.is_empty() || inner.projection {
+                self.projection = true;
+            }
+            for segment in &ty.path.segments {
+                self.visit_path_arguments(&segment.arguments);
+            }
+            return;
+        }
         if let Some(first) = ty.path.segments.first()
             && ty.path.leading_colon.is_none()
             && self.params.contains(&first.ident)
         {
-            self.found.insert(first.ident.clone());
             if ty.path.segments.len() > 1 {
+                // `T::Item`: likewise.
                 self.projection = true;
+            } else {
+                self.found.insert(first.ident.clone());
             }
         }
-        let before = self.found.len();
         syn::visit::visit_type_path(self, ty);
-        if ty.qself.is_some() && self.found.len() > before {
-            self.projection = true;
-        }
     }
 
     // Macros in type position are opaque; nothing to learn from them.
