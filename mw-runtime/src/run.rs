@@ -128,17 +128,50 @@ where
 {
     config.validate()?;
     let worker = || Agreed::<M, W>::new(worker());
-    let metrics = match config.backend {
-        BackendChoice::Local => run_local(config, master, worker)?,
-        BackendChoice::Auto if launched_by_mpirun().is_none() => run_local(config, master, worker)?,
-        BackendChoice::Auto | BackendChoice::Mpi => return Err(mpi_unavailable()),
+    let use_mpi = match config.backend {
+        BackendChoice::Local => false,
+        BackendChoice::Mpi => true,
+        BackendChoice::Auto => launched_by_mpirun().is_some_and(|size| size > 1),
     };
-    if let Some(path) = &config.metrics {
+    let metrics = if use_mpi {
+        run_mpi(config, master, worker)?
+    } else {
+        Some(run_local(config, master, worker)?)
+    };
+    if let (Some(metrics), Some(path)) = (&metrics, &config.metrics) {
         metrics.write(path)?;
     }
-    Ok(Report {
-        metrics: Some(metrics),
-    })
+    Ok(Report { metrics })
+}
+
+#[cfg(feature = "mpi")]
+fn run_mpi<M, W>(
+    config: &RunConfig,
+    master: impl FnOnce() -> M,
+    worker: impl Fn() -> W + Sync,
+) -> Result<Option<RunMetrics>>
+where
+    M: Master,
+    W: Worker<Task = M::Task, Result = M::Result, Shared = M::Shared>,
+{
+    crate::transport::mpi::run(config, master, worker, &app_name())
+}
+
+#[cfg(not(feature = "mpi"))]
+fn run_mpi<M, W>(
+    _: &RunConfig,
+    _: impl FnOnce() -> M,
+    _: impl Fn() -> W + Sync,
+) -> Result<Option<RunMetrics>> {
+    let launched = match launched_by_mpirun() {
+        Some(n) => format!(" (it was started by mpirun with {n} processes)"),
+        None => String::new(),
+    };
+    Err(Error::config(
+        format!("error: the MPI backend is not available in this build{launched}"),
+        "rebuild with `cargo build --release --features mpi`, or run on threads with \
+         `--backend local`",
+    ))
 }
 
 /// Master on this thread, one scoped thread per worker of the pool.
@@ -181,18 +214,6 @@ pub(crate) fn launched_by_mpirun() -> Option<usize> {
     ]
     .iter()
     .find_map(|var| std::env::var(var).ok()?.parse().ok())
-}
-
-fn mpi_unavailable() -> Error {
-    let launched = match launched_by_mpirun() {
-        Some(n) => format!(" (it was started by mpirun with {n} processes)"),
-        None => String::new(),
-    };
-    Error::config(
-        format!("error: the MPI backend is not available in this build{launched}"),
-        "rebuild with `cargo build --release --features mpi`, or run on threads with \
-         `--backend local`",
-    )
 }
 
 fn app_name() -> String {

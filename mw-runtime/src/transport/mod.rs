@@ -5,6 +5,8 @@
 //! encoded sizes, so the performance model sees the same bytes on every backend.
 
 pub(crate) mod local;
+#[cfg(feature = "mpi")]
+pub(crate) mod mpi;
 
 use std::sync::Arc;
 
