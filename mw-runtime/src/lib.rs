@@ -52,6 +52,13 @@
 //!   and libclang to build). A binary started by `mpirun -np P` runs the master on rank 0 and
 //!   workers on ranks `1..P`. Without the feature, `--backend mpi` explains how to rebuild.
 
+// `::mw_runtime` paths written by the derive and hook macros also resolve inside this crate.
+#[allow(unused_extern_crates)]
+extern crate self as mw_runtime;
+
+#[doc(hidden)]
+pub mod __private;
+pub mod agree;
 pub mod app;
 pub mod codec;
 pub mod config;
@@ -70,6 +77,7 @@ pub use codec::{DecodeError, Message};
 pub use config::{BackendChoice, Protocol, RunArgs, RunConfig};
 pub use error::{Error, ErrorKind, Result};
 pub use metrics::RunMetrics;
+pub use mw_macros::{Message, master, worker};
 pub use policy::PolicyName;
 pub use run::{Report, run, run_config, run_with};
 pub use tunables::{Change, Decision, Tunables, TunablesHandle};
@@ -82,6 +90,7 @@ pub use mpi;
 /// What a Master/Worker program needs in scope.
 pub mod prelude {
     pub use crate::app::{Flow, Iteration, Master, Setup, TaskId, Work, Worker, WorkerSetup};
-    pub use crate::codec::Message;
+    // The trait and its derive.
+    pub use crate::Message;
     pub use crate::config::{BackendChoice, Protocol, RunArgs};
 }

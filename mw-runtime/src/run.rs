@@ -2,6 +2,7 @@
 
 use clap::Parser;
 
+use crate::agree::{Agreed, SameResult, SameShared, SameTask};
 use crate::app::{Master, Worker, WorkerSetup};
 use crate::config::{BackendChoice, RunArgs, RunConfig};
 use crate::engine::{master::run_master, worker::serve};
@@ -41,13 +42,19 @@ struct RuntimeOnly {
 /// backend, per rank under MPI), so that each process builds only what it runs. Programs with
 /// flags of their own flatten [`RunArgs`] into their parser and call [`run_with`].
 ///
+/// The worker must exchange the master's messages: its `Task`, `Result` and `Shared` are the
+/// master's (the bounds from [`agree`](crate::agree) say so, and name both types when not).
+///
 /// # Errors
 /// Invalid configuration, a task that failed on every worker, a backend failure, or an error
 /// returned by a hook. Invalid flags print clap's message and exit with status 2.
 pub fn run<M, W>(master: impl FnOnce() -> M, worker: impl Fn() -> W + Sync) -> Result<()>
 where
     M: Master,
-    W: Worker<Task = M::Task, Result = M::Result, Shared = M::Shared>,
+    W: Worker,
+    W::Task: SameTask<M::Task, M, W>,
+    W::Result: SameResult<M::Result, M, W>,
+    W::Shared: SameShared<M::Shared, M, W>,
 {
     let args = RuntimeOnly::parse().run;
     run_with(&args, master, worker).map(drop)
@@ -94,7 +101,10 @@ pub fn run_with<M, W>(
 ) -> Result<Report>
 where
     M: Master,
-    W: Worker<Task = M::Task, Result = M::Result, Shared = M::Shared>,
+    W: Worker,
+    W::Task: SameTask<M::Task, M, W>,
+    W::Result: SameResult<M::Result, M, W>,
+    W::Shared: SameShared<M::Shared, M, W>,
 {
     let config = RunConfig::resolve(args)?;
     run_config(&config, master, worker)
@@ -111,9 +121,13 @@ pub fn run_config<M, W>(
 ) -> Result<Report>
 where
     M: Master,
-    W: Worker<Task = M::Task, Result = M::Result, Shared = M::Shared>,
+    W: Worker,
+    W::Task: SameTask<M::Task, M, W>,
+    W::Result: SameResult<M::Result, M, W>,
+    W::Shared: SameShared<M::Shared, M, W>,
 {
     config.validate()?;
+    let worker = || Agreed::<M, W>::new(worker());
     let use_mpi = match config.backend {
         BackendChoice::Local => false,
         BackendChoice::Mpi => true,

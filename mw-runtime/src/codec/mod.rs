@@ -93,6 +93,38 @@ pub trait Message: Sized {
         }
         Ok(items)
     }
+
+    /// Reads one `[Self; N]`, the elements in order. Plain numbers override it with one copy.
+    #[doc(hidden)]
+    fn decode_array<const N: usize>(input: &mut Reader<'_>) -> Result<[Self; N], DecodeError> {
+        let mut error = None;
+        let items: [Option<Self>; N] = std::array::from_fn(|index| {
+            if error.is_some() {
+                return None;
+            }
+            Self::decode(input)
+                .map_err(|e| error = Some(e.at_index(index)))
+                .ok()
+        });
+        match error {
+            Some(error) => Err(error),
+            None => Ok(items.map(|item| item.expect("every element decoded"))),
+        }
+    }
+
+    /// Reads `len` values of `[Self; N]` (a `Vec<[Self; N]>`); `len` was checked as for
+    /// [`decode_vec`](Message::decode_vec). Plain numbers override it with one copy.
+    #[doc(hidden)]
+    fn decode_array_vec<const N: usize>(
+        input: &mut Reader<'_>,
+        len: usize,
+    ) -> Result<Vec<[Self; N]>, DecodeError> {
+        let mut items = Vec::with_capacity(input.justified_capacity::<[Self; N]>(len));
+        for index in 0..len {
+            items.push(Self::decode_array::<N>(input).map_err(|e| e.at_index(index))?);
+        }
+        Ok(items)
+    }
 }
 
 /// Encodes `value` into a new buffer of exactly [`Message::encoded_len`] bytes.
@@ -119,6 +151,9 @@ pub struct Reader<'a> {
     input: &'a [u8],
     pos: usize,
     depth: u32,
+    /// Offset of `input` in the whole message (non-zero for readers made by `take_reader`), so
+    /// that positions and error offsets always count from the start of the message.
+    base: usize,
 }
 
 impl<'a> Reader<'a> {
@@ -128,28 +163,32 @@ impl<'a> Reader<'a> {
             input,
             pos: 0,
             depth: 0,
+            base: 0,
         }
     }
 
     /// Bytes not yet read.
+    #[inline]
     pub fn remaining(&self) -> usize {
         self.input.len() - self.pos
     }
 
     /// Bytes read so far.
+    #[inline]
     pub fn position(&self) -> usize {
-        self.pos
+        self.base + self.pos
     }
 
     /// An error of `kind` for type `ty` at the current position.
     pub fn error(&self, kind: DecodeErrorKind, ty: &'static str) -> DecodeError {
-        DecodeError::new(kind, ty, self.pos)
+        DecodeError::new(kind, ty, self.position())
     }
 
     /// Takes the next `n` bytes.
     ///
     /// # Errors
     /// [`DecodeErrorKind::UnexpectedEnd`] when fewer than `n` bytes are left.
+    #[inline]
     pub fn take(&mut self, n: usize, ty: &'static str) -> Result<&'a [u8], DecodeError> {
         let rest = &self.input[self.pos..];
         match rest.get(..n) {
@@ -165,6 +204,24 @@ impl<'a> Reader<'a> {
                 ty,
             )),
         }
+    }
+
+    /// Takes the next `n` bytes as a reader of their own: decoding from it cannot run past them,
+    /// and its positions (so its error offsets) still count from the start of the message.
+    /// Decoders of fixed-size values use it to check the length of a whole run of values once.
+    ///
+    /// # Errors
+    /// [`DecodeErrorKind::UnexpectedEnd`] when fewer than `n` bytes are left.
+    #[inline]
+    pub fn take_reader(&mut self, n: usize, ty: &'static str) -> Result<Reader<'a>, DecodeError> {
+        let base = self.position();
+        let input = self.take(n, ty)?;
+        Ok(Reader {
+            input,
+            pos: 0,
+            depth: self.depth,
+            base,
+        })
     }
 
     /// Takes the next `N` bytes as an array.
@@ -183,7 +240,7 @@ impl<'a> Reader<'a> {
     /// # Errors
     /// When the input ends inside the varint or it runs past 64 bits.
     pub fn read_varint(&mut self, ty: &'static str) -> Result<u64, DecodeError> {
-        let start = self.pos;
+        let start = self.position();
         let mut value = 0u64;
         for shift in (0..64).step_by(7) {
             let [byte] = self.take_array::<1>(ty)?;
@@ -205,7 +262,7 @@ impl<'a> Reader<'a> {
     /// # Errors
     /// When the varint is malformed or the length is more than the input can hold.
     pub fn read_len<T: Message>(&mut self, ty: &'static str) -> Result<usize, DecodeError> {
-        let start = self.pos;
+        let start = self.position();
         let len = self.read_varint(ty)?;
         let available = self.remaining();
         let fits = match T::MIN_ENCODED_LEN as u64 {

@@ -42,23 +42,55 @@ macro_rules! plain_numbers {
                         stringify!($t),
                     )),
                 };
+                let mut items: Vec<$t> = vec![0 as $t; len];
+                <$t as FromLeBytes>::fill(&mut items, bytes);
+                Ok(items)
+            }
+
+            fn decode_array<const N: usize>(input: &mut Reader<'_>) -> Result<[Self; N], DecodeError> {
+                let bytes = input.take(size_of::<[$t; N]>(), stringify!($t))?;
+                let mut items = [0 as $t; N];
+                <$t as FromLeBytes>::fill(&mut items, bytes);
+                Ok(items)
+            }
+
+            fn decode_array_vec<const N: usize>(
+                input: &mut Reader<'_>,
+                len: usize,
+            ) -> Result<Vec<[Self; N]>, DecodeError> {
+                let bytes = match len.checked_mul(size_of::<[$t; N]>()) {
+                    Some(n) => input.take(n, stringify!($t))?,
+                    None => return Err(input.error(
+                        DecodeErrorKind::LengthTooLarge { len: len as u64, available: input.remaining() },
+                        stringify!($t),
+                    )),
+                };
+                let mut items: Vec<[$t; N]> = vec![[0 as $t; N]; len];
+                <$t as FromLeBytes>::fill(items.as_flattened_mut(), bytes);
+                Ok(items)
+            }
+        }
+
+        impl FromLeBytes for $t {
+            fn fill(items: &mut [Self], bytes: &[u8]) {
                 if cfg!(target_endian = "little") {
-                    let mut items: Vec<$t> = vec![0 as $t; len];
-                    bytemuck::cast_slice_mut::<$t, u8>(&mut items).copy_from_slice(bytes);
-                    Ok(items)
+                    bytemuck::cast_slice_mut::<$t, u8>(items).copy_from_slice(bytes);
                 } else {
-                    Ok(bytes
-                        .chunks_exact(size_of::<$t>())
-                        .map(|c| {
-                            let mut a = [0; size_of::<$t>()];
-                            a.copy_from_slice(c);
-                            <$t>::from_le_bytes(a)
-                        })
-                        .collect())
+                    for (item, chunk) in items.iter_mut().zip(bytes.chunks_exact(size_of::<$t>())) {
+                        let mut a = [0; size_of::<$t>()];
+                        a.copy_from_slice(chunk);
+                        *item = <$t>::from_le_bytes(a);
+                    }
                 }
             }
         }
     )*};
+}
+
+/// Plain numbers that can be filled from their little-endian bytes in one copy.
+trait FromLeBytes: Sized {
+    /// `bytes` holds exactly `items.len()` little-endian values.
+    fn fill(items: &mut [Self], bytes: &[u8]);
 }
 
 plain_numbers!(u8, u16, u32, u64, u128, i8, i16, i32, i64, i128, f32, f64);
@@ -216,10 +248,7 @@ impl<T: Message, const N: usize> Message for [T; N] {
     }
 
     fn decode(input: &mut Reader<'_>) -> Result<Self, DecodeError> {
-        let items = T::decode_vec(input, N)?;
-        Ok(into_arrays::<T, N>(items, 1)
-            .pop()
-            .expect("decode_vec returned N elements"))
+        T::decode_array::<N>(input)
     }
 
     fn encode_slice(items: &[Self], out: &mut Vec<u8>) {
@@ -231,28 +260,10 @@ impl<T: Message, const N: usize> Message for [T; N] {
     }
 
     fn decode_vec(input: &mut Reader<'_>, len: usize) -> Result<Vec<Self>, DecodeError> {
-        // `len · N` elements of `T`: bounded by the input through `read_len` of the outer Vec,
-        // whose MIN_ENCODED_LEN is `N` times ours.
-        let Some(flat_len) = len.checked_mul(N) else {
-            let available = input.remaining();
-            let kind = DecodeErrorKind::LengthTooLarge {
-                len: len as u64,
-                available,
-            };
-            return Err(input.error(kind, "array"));
-        };
-        let flat = T::decode_vec(input, flat_len)?;
-        Ok(into_arrays::<T, N>(flat, len))
+        // Plain numbers decode a whole `Vec<[T; N]>` with one copy; other element types one array
+        // at a time, with no intermediate flat vector.
+        T::decode_array_vec::<N>(input, len)
     }
-}
-
-/// Regroups `len · N` elements into `len` arrays of `N`, moving each element once.
-fn into_arrays<T, const N: usize>(flat: Vec<T>, len: usize) -> Vec<[T; N]> {
-    debug_assert_eq!(flat.len(), len * N);
-    let mut elements = flat.into_iter();
-    (0..len)
-        .map(|_| std::array::from_fn(|_| elements.next().expect("exactly len · N elements")))
-        .collect()
 }
 
 impl<T: Message> Message for Option<T> {

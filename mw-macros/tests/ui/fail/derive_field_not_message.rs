@@ -1,0 +1,9 @@
+struct Handle;
+
+#[derive(mw::Message)]
+struct Job {
+    id: u32,
+    handle: Handle,
+}
+
+fn main() {}

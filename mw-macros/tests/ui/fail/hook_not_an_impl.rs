@@ -1,0 +1,4 @@
+#[mw::master]
+struct Fire;
+
+fn main() {}
