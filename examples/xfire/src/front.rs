@@ -24,14 +24,21 @@
 //! would enter a non-burnable cell (or leave the grid) is clipped at the cell boundary by
 //! bisection, and the point stops there.
 //!
+//! After each step the master re-samples the line: it drops crowded points, cuts off the loops
+//! where the line crosses itself ([`untangle`]), and splits long edges.
+//!
 //! # Limits
-//! Explicit steps: a step should move points less than their spacing (choose `dt` so that the
-//! fastest head moves a few cells at most). There is no loop clipping: where the front wraps
-//! around an obstacle and meets itself, the two arms cross instead of merging, and points keep
-//! moving into ground that has already burned. Fuel and wind are constant within a cell.
+//! Explicit steps with the normal fixed over a step: large steps make concave parts cross over
+//! (the loops are then cut, but the shape is coarser); choose `dt` so that the fastest head moves
+//! a few cells at most. Unburned islands left behind where the front closes around an obstacle
+//! are not tracked, and points may move into ground that has already burned when the line folds.
+//! Fuel and wind are constant within a cell.
 
 use crate::rothermel::{M_PER_FT, Spread};
 use crate::terrain::Landscape;
+
+mod untangle;
+pub use untangle::{signed_area, untangle};
 
 /// A point of the fire line, m.
 pub type Point = [f64; 2];
@@ -188,8 +195,9 @@ impl Front {
     }
 
     /// Keeps neighbours between `max_spacing / 3` and `max_spacing` apart: drops points crowding
-    /// the previous kept one, then splits long edges evenly (skipping new points that would fall
-    /// on non-burnable ground). Keeps at least three points.
+    /// the previous kept one, cuts off loops where the line crosses itself, then splits long edges
+    /// evenly (skipping new points that would fall on non-burnable ground). Keeps at least three
+    /// points.
     pub fn resample(&mut self, land: &Landscape, max_spacing: f64) {
         let min_spacing = max_spacing / 3.0;
         let dist = |a: Point, b: Point| (b[0] - a[0]).hypot(b[1] - a[1]);
@@ -203,6 +211,10 @@ impl Front {
         while kept.len() > 3 && dist(kept[kept.len() - 1], kept[0]) < min_spacing {
             kept.pop();
         }
+        if kept.len() < 3 {
+            return;
+        }
+        untangle(&mut kept, land, max_spacing);
         if kept.len() < 3 {
             return;
         }

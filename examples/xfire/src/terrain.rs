@@ -240,7 +240,7 @@ impl Landscape {
 
     /// A deterministic landscape: Gaussian hills, Voronoi fuel patches, a river with two fords,
     /// a few lakes and bare ridge tops, and a wind that turns and strengthens over the hills. The
-    /// ignition point is the centre, always in a burnable clearing.
+    /// ignition point is the centre, in a clearing of timber grass (model 2).
     pub fn synthetic(s: &Scenario) -> Landscape {
         let n = s.grid.max(4);
         let side = n as f64 * s.cell_m;
@@ -328,15 +328,13 @@ impl Landscape {
             }
         }
 
-        // A burnable clearing around the ignition point.
+        // A grassy clearing around the ignition point, so the fire takes hold.
         let ignition = [side / 2.0, side / 2.0];
         let clear = (5.0 * s.cell_m).max(150.0);
         for j in 0..n {
             for i in 0..n {
                 let (x, y) = (centre(i), centre(j));
-                if (x - ignition[0]).powi(2) + (y - ignition[1]).powi(2) < clear * clear
-                    && fuel[j * n + i] == NON_BURNABLE
-                {
+                if (x - ignition[0]).powi(2) + (y - ignition[1]).powi(2) < clear * clear {
                     fuel[j * n + i] = 2;
                 }
             }
