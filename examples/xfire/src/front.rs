@@ -1,24 +1,26 @@
 //! The fire line: a closed polygon that moves outward.
 //!
 //! # Spread method
-//! Every point moves along its outward normal `n` at the rate the local spread ellipse gives in
-//! that direction. The ellipse is the Huygens wavelet of FARSITE (Richards 1990): for a head rate
-//! `R`, backing rate `R_b = R(1-e)/(1+e)` and length-to-width ratio `L/W` (eccentricity `e`), the
-//! wavelet after a unit time has semi-axes `b = (R + R_b)/2` along the heading `h` and
-//! `a = b/(L/W)` across it, and the ignition point sits `c = (R - R_b)/2` behind its centre. The
-//! envelope of wavelets launched from a front with normal `n` advances at the wavelet's support
-//! distance,
+//! Each point of the line launches an elliptical wavelet (Huygens' principle) and moves to the
+//! point of the wavelet where the new line touches it — Richards' (1990) equations, as FARSITE
+//! uses them. For a head rate `R`, backing rate `R_b = R(1-e)/(1+e)` and length-to-width ratio
+//! `L/W` (eccentricity `e`), the wavelet after a unit time has semi-axes `b = (R + R_b)/2` along
+//! the heading `h` and `a = b/(L/W)` across it, and the ignition point sits `c = (R - R_b)/2`
+//! behind its centre. For a point whose outward normal is `n`, the touching point is the
+//! wavelet's support point
 //!
 //! ```text
-//! R_n = c (n·h) + √(b² (n·h)² + a² (n·h⊥)²),
+//! v(n) = c h + (b² (n·h) h + a² (n·h⊥) h⊥) / √(b² (n·h)² + a² (n·h⊥)²),
 //! ```
 //!
-//! which is `R` at the head, `R_b` at the back and `a` on the flanks. Richards' equations also
-//! slide the point along the front; moving only along the normal gives the same front (the
-//! tangential part only re-parametrises it) and keeps points evenly spread.
+//! whose component along the normal is the spread rate in the normal direction,
+//! `R_n = c (n·h) + √(b² (n·h)² + a² (n·h⊥)²)`: `R` at the head, `R_b` at the back and `a` on
+//! the flanks. The tangential part of `v` slides points toward the head; without it (moving by
+//! `R_n` along the normal only) the flanks come out too wide whenever a step moves a point more
+//! than a small fraction of the local radius of curvature.
 //!
 //! The normal at a point comes from its two neighbours (the polygon is counter-clockwise), so a
-//! point's move depends on itself and its neighbours only: any cut of the front into segments
+//! point's move depends on itself and its neighbours only: any cut of the line into segments
 //! gives the same result, bit for bit. A point moving farther than half a cell in a step takes
 //! sub-steps of at most half a cell, re-evaluating Rothermel in every cell it crosses; a move that
 //! would enter a non-burnable cell (or leave the grid) is clipped at the cell boundary by
@@ -53,18 +55,34 @@ pub fn normal(prev: Point, next: Point) -> Option<[f64; 2]> {
 
 /// Rate of spread (ft/min) along the outward normal `n` of the front, from the spread ellipse.
 pub fn normal_rate(spread: &Spread, n: [f64; 2]) -> f64 {
+    let v = velocity(spread, n);
+    v[0] * n[0] + v[1] * n[1]
+}
+
+/// Velocity (ft/min) of a point of the front whose outward normal is `n`: the support point of
+/// the spread ellipse's wavelet (Richards 1990).
+pub fn velocity(spread: &Spread, n: [f64; 2]) -> [f64; 2] {
     let head = spread.ros_ft_min;
     if head <= 0.0 {
-        return 0.0;
+        return [0.0, 0.0];
     }
     let back = spread.backing_ft_min();
     let b = (head + back) / 2.0;
     let c = (head - back) / 2.0;
     let a = b / spread.length_to_width;
     let h = spread.heading;
+    let h_perp = [-h[1], h[0]];
     let along = n[0] * h[0] + n[1] * h[1];
-    let across = -n[0] * h[1] + n[1] * h[0];
-    c * along + (b * b * along * along + a * a * across * across).sqrt()
+    let across = n[0] * h_perp[0] + n[1] * h_perp[1];
+    let norm = (b * b * along * along + a * a * across * across).sqrt();
+    if norm <= 0.0 {
+        return [0.0, 0.0];
+    }
+    let (ka, kc) = (b * b * along / norm, a * a * across / norm);
+    [
+        c * h[0] + ka * h[0] + kc * h_perp[0],
+        c * h[1] + ka * h[1] + kc * h_perp[1],
+    ]
 }
 
 /// Where one point of the front is after `dt_min` minutes, and whether a non-burnable cell
@@ -90,12 +108,14 @@ pub fn advance_point(
         let Some(spread) = land.spread_at(pos) else {
             return (pos, true);
         };
-        let rate = normal_rate(&spread, n) * M_PER_FT; // m/min
-        if rate <= 0.0 {
+        let v = velocity(&spread, n);
+        let v = [v[0] * M_PER_FT, v[1] * M_PER_FT]; // m/min
+        let speed = v[0].hypot(v[1]);
+        if speed <= 0.0 {
             break;
         }
-        let dt = left.min(max_hop / rate);
-        let target = [pos[0] + n[0] * rate * dt, pos[1] + n[1] * rate * dt];
+        let dt = left.min(max_hop / speed);
+        let target = [pos[0] + v[0] * dt, pos[1] + v[1] * dt];
         if !land.is_burnable(target) {
             return (clip(land, pos, target), true);
         }
