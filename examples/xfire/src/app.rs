@@ -12,6 +12,10 @@ use crate::messages::{Advanced, Segment, Step};
 use crate::output;
 use crate::terrain::Landscape;
 
+/// The most points the fire line may have; past it the run stops with an error rather than
+/// exhausting memory.
+pub const MAX_POINTS: usize = 4_000_000;
+
 /// How the fire line is simulated.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SimParams {
@@ -203,7 +207,7 @@ impl Master for FireMaster {
         });
         self.front = front;
         self.step += 1;
-        if self.step >= self.params.steps {
+        if self.step >= self.params.steps || self.front.points.len() > MAX_POINTS {
             Flow::Stop
         } else {
             Flow::Continue
@@ -211,6 +215,13 @@ impl Master for FireMaster {
     }
 
     fn final_work(&mut self) -> mw::Result<()> {
+        if self.front.points.len() > MAX_POINTS {
+            return Err(mw::Error::app(format!(
+                "the fire line grew past {MAX_POINTS} points at step {}; use a larger \
+                 `--spacing-m` or a smaller `--dt-min`",
+                self.step
+            )));
+        }
         let outcome = Outcome {
             front: self.front.clone(),
             steps: self.stats.clone(),

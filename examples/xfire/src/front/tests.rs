@@ -93,3 +93,62 @@ fn the_cut_does_not_change_the_result() {
     let (b, _) = advance_run(&land, pts[9], &pts[10..], pts[0], 3.0);
     assert_eq!([a, b].concat(), whole.points);
 }
+
+#[test]
+fn a_swallowtail_is_cut_off() {
+    let land = Landscape::uniform(10, 30.0, 1, [0.0, 0.0], &Moisture::default());
+    // The top edge runs back from (10, 10) to (4, 10), then loops over itself through (6, 11).
+    let mut points = vec![
+        [0.0, 0.0],
+        [10.0, 0.0],
+        [10.0, 10.0],
+        [4.0, 10.0],
+        [6.0, 11.0],
+        [6.0, 9.0],
+        [0.0, 10.0],
+    ];
+    assert_eq!(untangle(&mut points, &land, 5.0), 1);
+    assert_eq!(
+        points,
+        [
+            [0.0, 0.0],
+            [10.0, 0.0],
+            [10.0, 10.0],
+            [6.0, 10.0],
+            [6.0, 9.0],
+            [0.0, 10.0]
+        ]
+    );
+}
+
+#[test]
+fn the_larger_part_is_kept() {
+    let land = Landscape::uniform(10, 30.0, 1, [0.0, 0.0], &Moisture::default());
+    // A square whose right side folds in: the fold crosses the line at (14, 12) and closes a
+    // 6 m × 6 m loop, far smaller than the rest.
+    let mut points = vec![
+        [0.0, 0.0],
+        [20.0, 0.0],
+        [20.0, 12.0],
+        [8.0, 12.0],
+        [8.0, 6.0],
+        [14.0, 6.0],
+        [14.0, 16.0],
+        [20.0, 16.0],
+        [20.0, 20.0],
+        [0.0, 20.0],
+    ];
+    assert_eq!(untangle(&mut points, &land, 5.0), 1);
+    let outer = [
+        [0.0, 0.0],
+        [20.0, 0.0],
+        [20.0, 12.0],
+        [14.0, 12.0],
+        [14.0, 16.0],
+        [20.0, 16.0],
+        [20.0, 20.0],
+        [0.0, 20.0],
+    ];
+    assert_eq!(points, outer);
+    assert_eq!(signed_area(&points), 400.0 - 6.0 * 4.0);
+}

@@ -5,9 +5,12 @@
 //! behind an obstacle, the line closes around an unburned island. In both cases the crossing
 //! splits the line into two closed polygons: we keep the one of larger signed area (the outer,
 //! counter-clockwise one) and drop the other. Islands are therefore not tracked: the fire line is
-//! always the outer boundary of the burned area. Crossings are found through a grid of buckets,
-//! and always the lexicographically first pair of crossing edges is cut, so the result does not
-//! depend on the order buckets are visited in.
+//! always the outer boundary of the burned area.
+//!
+//! Crossings are found through a grid of buckets and sorted, so the result does not depend on
+//! the order buckets are visited in. Each pass cuts every loop that does not overlap an earlier
+//! one (in index order) using prefix sums of the shoelace terms for the loop areas, so a step
+//! costs a few linear passes however many swallowtails it made.
 
 use super::Point;
 use crate::terrain::Landscape;
@@ -16,30 +19,65 @@ use crate::terrain::Landscape;
 /// typical edge length (buckets are twice that). Returns how many loops were cut.
 pub fn untangle(points: &mut Vec<Point>, land: &Landscape, reach: f64) -> usize {
     let mut cut = 0;
-    // Every cut shortens the line, so this ends.
+    // Every round cuts at least one loop and so shortens the line: this ends.
     while points.len() >= 4 {
-        let Some((i, j, x)) = first_crossing(points, reach) else {
+        let crossings = crossings(points, reach);
+        if crossings.is_empty() {
             break;
-        };
-        // The crossing point is on both edges; keep it only if it is on burnable ground.
-        let x = land.is_burnable(x).then_some(x);
-        let inner: Vec<Point> = x
-            .into_iter()
-            .chain(points[i + 1..=j].iter().copied())
-            .collect();
-        let outer: Vec<Point> = points[..=i]
-            .iter()
-            .copied()
-            .chain(x)
-            .chain(points[j + 1..].iter().copied())
-            .collect();
-        *points = if signed_area(&inner) > signed_area(&outer) {
-            inner
-        } else {
-            outer
-        };
+        }
+        cut += cut_loops(points, &crossings, land);
+    }
+    cut
+}
+
+/// Cuts, in one pass, the loops of non-overlapping crossings in index order. A loop is the part
+/// between the two crossing edges (`i + 1 ..= j`) when it is the smaller part; when the smaller
+/// part is the rest of the line, only that crossing is cut in this pass. Returns the loops cut.
+fn cut_loops(
+    points: &mut Vec<Point>,
+    crossings: &[(usize, usize, Point)],
+    land: &Landscape,
+) -> usize {
+    let n = points.len();
+    // prefix[k] = Σ_{m<k} cross(p_m, p_{m+1}): the shoelace terms of the open chain.
+    let mut prefix = Vec::with_capacity(n + 1);
+    prefix.push(0.0);
+    for k in 0..n {
+        let (a, b) = (points[k], points[(k + 1) % n]);
+        prefix.push(prefix[k] + a[0] * b[1] - b[0] * a[1]);
+    }
+    let total = prefix[n] / 2.0;
+    let cross = |a: Point, b: Point| a[0] * b[1] - b[0] * a[1];
+    // The crossing point is on both edges; keep it only if it is on burnable ground.
+    let keep = |x: Point| land.is_burnable(x).then_some(x);
+
+    let mut out = Vec::with_capacity(n);
+    let mut next = 0; // first point not yet copied
+    let mut cut = 0;
+    for &(i, j, x) in crossings {
+        if i < next {
+            continue; // overlaps a loop cut in this pass: next round
+        }
+        let inner =
+            (cross(x, points[i + 1]) + prefix[j] - prefix[i + 1] + cross(points[j], x)) / 2.0;
+        if inner > total - inner {
+            // The loop is the rest of the line: cut this crossing alone, keep the inner part.
+            if cut == 0 {
+                *points = keep(x)
+                    .into_iter()
+                    .chain(points[i + 1..=j].iter().copied())
+                    .collect();
+                return 1;
+            }
+            continue;
+        }
+        out.extend_from_slice(&points[next..=i]);
+        out.extend(keep(x));
+        next = j + 1;
         cut += 1;
     }
+    out.extend_from_slice(&points[next.min(n)..]);
+    *points = out;
     cut
 }
 
@@ -55,9 +93,9 @@ pub fn signed_area(points: &[Point]) -> f64 {
         / 2.0
 }
 
-/// The crossing of edges `i < j` (edge `k` runs from point `k` to `k + 1`) with the smallest
-/// `(i, j)`, and where they cross; adjacent edges do not count.
-fn first_crossing(points: &[Point], reach: f64) -> Option<(usize, usize, Point)> {
+/// Every crossing of edges `i < j` (edge `k` runs from point `k` to `k + 1`), sorted, with
+/// where they cross; adjacent edges do not count.
+fn crossings(points: &[Point], reach: f64) -> Vec<(usize, usize, Point)> {
     let n = points.len();
     let (mut lo, mut hi) = ([f64::INFINITY; 2], [f64::NEG_INFINITY; 2]);
     for p in points {
@@ -72,43 +110,45 @@ fn first_crossing(points: &[Point], reach: f64) -> Option<(usize, usize, Point)>
     while count(size, 0) * count(size, 1) > 4 * n + 16 {
         size *= 2.0;
     }
-    let (bx, by) = (count(size, 0), count(size, 1));
+    let bx = count(size, 0);
+    let by = count(size, 1);
     let bucket = |p: Point| {
         let i = (((p[0] - lo[0]) / size) as usize).min(bx - 1);
         let j = (((p[1] - lo[1]) / size) as usize).min(by - 1);
         (i, j)
     };
-    let mut buckets: Vec<Vec<usize>> = vec![Vec::new(); bx * by];
+    // (bucket, edge) for every bucket an edge's bounding box touches, grouped by bucket.
+    let mut entries: Vec<(usize, usize)> = Vec::with_capacity(2 * n);
     for e in 0..n {
-        let (a, b) = (points[e], points[(e + 1) % n]);
-        let (ia, ja) = bucket(a);
-        let (ib, jb) = bucket(b);
+        let (ia, ja) = bucket(points[e]);
+        let (ib, jb) = bucket(points[(e + 1) % n]);
         for j in ja.min(jb)..=ja.max(jb) {
             for i in ia.min(ib)..=ia.max(ib) {
-                buckets[j * bx + i].push(e);
+                entries.push((j * bx + i, e));
             }
         }
     }
-    let mut best: Option<(usize, usize, Point)> = None;
-    for edges in &buckets {
-        for (k, &e) in edges.iter().enumerate() {
-            for &f in &edges[k + 1..] {
+    entries.sort_unstable();
+    let mut found = Vec::new();
+    for group in entries.chunk_by(|a, b| a.0 == b.0) {
+        for (k, &(_, e)) in group.iter().enumerate() {
+            for &(_, f) in &group[k + 1..] {
                 let (i, j) = (e.min(f), e.max(f));
                 if j == i + 1 || (i == 0 && j == n - 1) {
-                    continue;
-                }
-                if best.is_some_and(|(bi, bj, _)| (bi, bj) <= (i, j)) {
                     continue;
                 }
                 let p = (points[i], points[(i + 1) % n]);
                 let q = (points[j], points[(j + 1) % n]);
                 if let Some(x) = crossing(p, q) {
-                    best = Some((i, j, x));
+                    found.push((i, j, x));
                 }
             }
         }
     }
-    best
+    // A pair sharing several buckets is found once per bucket.
+    found.sort_unstable_by_key(|&(i, j, _)| (i, j));
+    found.dedup_by(|a, b| (a.0, a.1) == (b.0, b.1));
+    found
 }
 
 /// Where segments `p` and `q` cross strictly inside both, if they do.
