@@ -184,8 +184,8 @@ fn the_master_worker_run_equals_the_sequential_run() {
     ];
     for (workers, policy, protocol) in cases {
         let config = RunConfig {
-            workers,
-            max_workers: workers,
+            workers: Some(workers),
+            max_workers: Some(workers),
             policy,
             factor: 0.5,
             min_chunk: 1,
@@ -222,8 +222,8 @@ fn no_steps_leaves_the_ignition_circle() {
         ..SimParams::default()
     };
     let config = RunConfig {
-        workers: 1,
-        max_workers: 1,
+        workers: Some(1),
+        max_workers: Some(1),
         backend: BackendChoice::Local,
         ..RunConfig::default()
     };
