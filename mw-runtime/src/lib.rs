@@ -71,10 +71,11 @@ pub mod policy;
 mod run;
 mod transport;
 pub mod tunables;
+pub mod tuning;
 
 pub use app::{Flow, Iteration, Master, Setup, TaskId, Work, Worker, WorkerSetup};
 pub use codec::{DecodeError, Message};
-pub use config::{BackendChoice, Protocol, RunArgs, RunConfig};
+pub use config::{BackendChoice, Objective, Protocol, RunArgs, RunConfig, TuneMode, TuningConfig};
 pub use error::{Error, ErrorKind, Result};
 pub use metrics::RunMetrics;
 pub use mw_macros::{Message, master, worker};

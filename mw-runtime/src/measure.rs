@@ -1,4 +1,17 @@
-//! Measurements the runtime takes while it runs: task times, pooled and per worker.
+//! Measurements the runtime takes while it runs (DESIGN §6–7 "measure points"): task times,
+//! pooled and per worker, and for every chunk the bytes it moved and the time its trip took
+//! beyond its processing.
+//!
+//! The master records, per iteration, in a [`Probe`]: the entry time of every send with its
+//! encoded size, the time each answer is received with its size, the processing time the worker
+//! reports for the chunk (`busy`) and its per-task moments, and the time the master spends in
+//! `partition`, `recover` and `end_iteration` (`λm`). From these it derives an
+//! [`Observation`]: `Tt`, `Tc`, `V`, `α`, `λm`, μ and σ pooled and per worker, the imbalance `Q`,
+//! and one [`Transfer`] per chunk — `receive − send entry − processing` — from which the tuner
+//! estimates `mo` and `k` by least squares. Recording costs two clock reads and a few additions
+//! per chunk.
+
+use std::time::{Duration, Instant};
 
 /// Count, sum and sum of squares of a series of durations in milliseconds: enough for the mean
 /// and standard deviation, and cheap to merge (workers send one per chunk).
@@ -64,37 +77,272 @@ impl Moments {
     }
 }
 
-/// Task times of the run so far: pooled over all workers and per worker.
+/// Task times the policies see: the last completed iteration and the current one, pooled and
+/// per worker. Older iterations are forgotten, so the mean and deviation follow a load that
+/// changes during the run.
 #[derive(Debug, Clone, Default)]
 pub struct TaskStats {
+    previous: Window,
+    current: Window,
+}
+
+#[derive(Debug, Clone, Default)]
+struct Window {
     pooled: Moments,
     per_worker: Vec<Moments>,
+}
+
+impl Window {
+    fn new(workers: usize) -> Self {
+        Window {
+            pooled: Moments::default(),
+            per_worker: vec![Moments::default(); workers],
+        }
+    }
 }
 
 impl TaskStats {
     /// Statistics for a pool of `workers`.
     pub fn new(workers: usize) -> Self {
         TaskStats {
-            pooled: Moments::default(),
-            per_worker: vec![Moments::default(); workers],
+            previous: Window::new(workers),
+            current: Window::new(workers),
         }
     }
 
     /// Folds in a chunk's task times measured on `worker`.
     pub fn record(&mut self, worker: usize, chunk: &Moments) {
-        self.pooled.merge(chunk);
-        if let Some(w) = self.per_worker.get_mut(worker) {
+        self.current.pooled.merge(chunk);
+        if let Some(w) = self.current.per_worker.get_mut(worker) {
             w.merge(chunk);
         }
     }
 
-    /// All workers together.
-    pub fn pooled(&self) -> &Moments {
-        &self.pooled
+    /// Closes an iteration: its times become the previous iteration's, and the one before is
+    /// forgotten.
+    pub fn end_iteration(&mut self) {
+        let fresh = Window::new(self.current.per_worker.len());
+        self.previous = std::mem::replace(&mut self.current, fresh);
     }
 
-    /// One worker's tasks (empty for an unknown worker).
-    pub fn worker(&self, worker: usize) -> Moments {
-        self.per_worker.get(worker).copied().unwrap_or_default()
+    /// All workers together, over the last completed iteration and the current one.
+    pub fn pooled(&self) -> Moments {
+        let mut all = self.previous.pooled;
+        all.merge(&self.current.pooled);
+        all
     }
+
+    /// One worker's tasks over the same window (empty for an unknown worker).
+    pub fn worker(&self, worker: usize) -> Moments {
+        let mut all = self
+            .previous
+            .per_worker
+            .get(worker)
+            .copied()
+            .unwrap_or_default();
+        if let Some(current) = self.current.per_worker.get(worker) {
+            all.merge(current);
+        }
+        all
+    }
+}
+
+/// One chunk's trip: the bytes it moved (the chunk, its answer and, for a worker's first chunk
+/// of an iteration, the shared part before it) and the time that was not processing —
+/// `master receive − master send entry − worker processing time` (seed 004).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Transfer {
+    pub bytes: f64,
+    pub ms: f64,
+}
+
+/// The measure points of one iteration as the master records them.
+#[derive(Debug)]
+pub(crate) struct Probe {
+    shared_bytes: u64,
+    /// Per worker: entry time and bytes of what was sent and not yet answered.
+    outstanding: Vec<Option<(Instant, u64)>>,
+    busy: Vec<Duration>,
+    tasks: Vec<Moments>,
+    pub bytes_to: u64,
+    pub bytes_from: u64,
+    transfers: Vec<Transfer>,
+    /// Master time in `partition` and `end_iteration` (every worker idle).
+    pub serial: Duration,
+    /// Master time in `recover`.
+    pub recover: Duration,
+}
+
+impl Probe {
+    pub(crate) fn new(pool: usize, shared_bytes: u64) -> Self {
+        Probe {
+            shared_bytes,
+            outstanding: vec![None; pool],
+            busy: vec![Duration::ZERO; pool],
+            tasks: vec![Moments::default(); pool],
+            bytes_to: 0,
+            bytes_from: 0,
+            transfers: Vec::new(),
+            serial: Duration::ZERO,
+            recover: Duration::ZERO,
+        }
+    }
+
+    /// The shared part is about to be sent to `worker`: its trip starts now.
+    pub(crate) fn shared_sent(&mut self, worker: usize, entry: Instant) {
+        self.bytes_to += self.shared_bytes;
+        if let Some(slot) = self.outstanding.get_mut(worker) {
+            *slot = Some((entry, self.shared_bytes));
+        }
+    }
+
+    /// A chunk of `bytes` is about to be sent to `worker` (send entry).
+    pub(crate) fn chunk_sent(&mut self, worker: usize, bytes: u64, entry: Instant) {
+        self.bytes_to += bytes;
+        if let Some(slot) = self.outstanding.get_mut(worker) {
+            let (since, before) = slot.unwrap_or((entry, 0));
+            *slot = Some((since, before + bytes));
+        }
+    }
+
+    /// `worker`'s answer of `bytes` was received at `at`, after `busy` processing time.
+    pub(crate) fn answered(
+        &mut self,
+        worker: usize,
+        bytes: u64,
+        at: Instant,
+        busy: Duration,
+        tasks: &Moments,
+    ) {
+        self.bytes_from += bytes;
+        if let Some(b) = self.busy.get_mut(worker) {
+            *b += busy;
+        }
+        if let Some(t) = self.tasks.get_mut(worker) {
+            t.merge(tasks);
+        }
+        if let Some((entry, sent)) = self.outstanding.get_mut(worker).and_then(Option::take) {
+            let trip = at.saturating_duration_since(entry).saturating_sub(busy);
+            self.transfers.push(Transfer {
+                bytes: (sent + bytes) as f64,
+                ms: ms(trip),
+            });
+        }
+    }
+
+    /// The chunk out at `worker` will not be answered (the worker failed).
+    pub(crate) fn abandoned(&mut self, worker: usize) {
+        if let Some(slot) = self.outstanding.get_mut(worker) {
+            *slot = None;
+        }
+    }
+
+    /// The iteration's derived measurements.
+    pub(crate) fn observe(self, facts: Facts) -> Observation {
+        let busy_ms: Vec<f64> = self.busy.iter().map(|&b| ms(b)).collect();
+        let mut task = Moments::default();
+        for t in &self.tasks {
+            task.merge(t);
+        }
+        let active = self.tasks.iter().filter(|t| t.count() > 0).count().max(1);
+        Observation {
+            facts,
+            tc_ms: busy_ms.iter().sum(),
+            busy_ms,
+            active,
+            serial_ms: ms(self.serial),
+            recover_ms: ms(self.recover),
+            bytes_to: self.bytes_to,
+            bytes_from: self.bytes_from,
+            shared_bytes: self.shared_bytes,
+            task,
+            worker_tasks: self.tasks,
+            transfers: self.transfers,
+        }
+    }
+}
+
+/// What the engine knows of an iteration besides its measure points.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Facts {
+    pub index: usize,
+    /// `nworkers` in force (workers asked to take part).
+    pub workers: usize,
+    pub factor: f64,
+    pub policy: crate::policy::PolicyName,
+    pub tasks: usize,
+    pub chunks: usize,
+    /// Wall time of the iteration (`Tt`), in ms.
+    pub time_ms: f64,
+}
+
+/// One iteration, measured: the inputs of the model (DESIGN §6) and of the tunlets.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Observation {
+    pub facts: Facts,
+    /// `Tc`: total processing time, in ms.
+    pub tc_ms: f64,
+    /// Processing time of each worker of the pool (`λ_i`), in ms.
+    pub busy_ms: Vec<f64>,
+    /// Workers that processed at least one chunk.
+    pub active: usize,
+    /// Master time in `partition` and `end_iteration`, while no worker has anything to do.
+    pub serial_ms: f64,
+    /// Master time in `recover`.
+    pub recover_ms: f64,
+    pub bytes_to: u64,
+    pub bytes_from: u64,
+    /// Bytes of the shared part, sent to each worker taking part.
+    pub shared_bytes: u64,
+    /// Task times of this iteration, pooled and per worker of the pool.
+    pub task: Moments,
+    pub worker_tasks: Vec<Moments>,
+    pub transfers: Vec<Transfer>,
+}
+
+impl Observation {
+    /// `λm`: the master's processing time, in ms.
+    pub fn lm_ms(&self) -> f64 {
+        self.serial_ms + self.recover_ms
+    }
+
+    /// `V`: every byte moved, both directions.
+    pub fn volume(&self) -> f64 {
+        (self.bytes_to + self.bytes_from) as f64
+    }
+
+    /// `α`: the share of `V` sent to the workers.
+    pub fn alpha(&self) -> f64 {
+        let v = self.volume();
+        if v > 0.0 {
+            self.bytes_to as f64 / v
+        } else {
+            0.5
+        }
+    }
+
+    /// `Q = 1 − (1/n)·Σλ_i/Tt` over the workers that took part (DESIGN §6), in `[0, 1]`.
+    pub fn imbalance(&self) -> f64 {
+        let t = self.facts.time_ms;
+        if t > 0.0 {
+            (1.0 - self.tc_ms / self.active as f64 / t).clamp(0.0, 1.0)
+        } else {
+            0.0
+        }
+    }
+
+    /// `Q` over the distribution phase only, leaving out `partition` and `end_iteration`, when
+    /// every worker waits by construction: what load balancing can change.
+    pub fn distribution_imbalance(&self) -> f64 {
+        let t = self.facts.time_ms - self.serial_ms;
+        if t > 0.0 {
+            (1.0 - self.tc_ms / self.active as f64 / t).clamp(0.0, 1.0)
+        } else {
+            0.0
+        }
+    }
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
 }

@@ -59,10 +59,35 @@ pub struct IterationMetrics {
     pub chunk_sizes: Vec<usize>,
     /// Processing time of each worker of the pool in this iteration, in ms.
     pub busy_ms: Vec<f64>,
-    /// Mean time of one task, in ms (`μ`).
+    /// Mean time of one task in this iteration, in ms (`μ`).
     pub task_mean_ms: f64,
-    /// Standard deviation of one task's time, in ms (`σ`).
+    /// Standard deviation of one task's time in this iteration, in ms (`σ`).
     pub task_stddev_ms: f64,
+    /// `μ` of each worker of the pool in this iteration (0 for a worker that took no part).
+    #[serde(default)]
+    pub worker_task_mean_ms: Vec<f64>,
+    /// `σ` of each worker of the pool in this iteration.
+    #[serde(default)]
+    pub worker_task_stddev_ms: Vec<f64>,
+    /// `V`: every byte moved, both directions (`bytes_to_workers + bytes_from_workers`).
+    #[serde(default)]
+    pub volume_bytes: u64,
+    /// `α`: the share of `V` sent to the workers.
+    #[serde(default)]
+    pub alpha: f64,
+    /// Bytes of the shared part, sent once to each worker taking part.
+    #[serde(default)]
+    pub shared_bytes: u64,
+    /// `mo`: per-message start-up time estimated by least squares over the transfers of recent
+    /// iterations, in ms; `None` until a transfer has been measured.
+    #[serde(default)]
+    pub mo_ms: Option<f64>,
+    /// `k`: per-byte cost estimated with `mo`, in ms per byte.
+    #[serde(default)]
+    pub k_ms_per_byte: Option<f64>,
+    /// Time the tuner spent on this iteration (prediction, model, tunlets), in ms.
+    #[serde(default)]
+    pub tuning_ms: f64,
 }
 
 /// A chunk whose `do_work` panicked.

@@ -185,6 +185,11 @@ where
     W: Worker<Task = M::Task, Result = M::Result, Shared = M::Shared>,
 {
     let pool = config.local_pool();
+    // The pool may be larger than the start, for the tuner to grow into (`local_pool`).
+    let config = &RunConfig {
+        workers: Some(config.local_start(pool)),
+        ..config.clone()
+    };
     let (mut link, ends) = local::connect(pool, config.protocol);
     let worker = &worker;
     std::thread::scope(|scope| {

@@ -118,7 +118,7 @@ impl Tunables {
         &mut self,
         change: &Change,
         iteration: usize,
-        reason: &str,
+        why: &Why,
     ) -> Option<Decision> {
         let from = match change {
             Change::Nworkers(n) if *n != self.nworkers => {
@@ -137,8 +137,53 @@ impl Tunables {
             tunable: change.tunable().to_owned(),
             from,
             to: change.value(),
-            reason: reason.to_owned(),
+            reason: why.reason.clone(),
+            predicted_ms: why.predicted_ms,
+            measured_ms: why.measured_ms,
+            details: why.details.clone(),
         })
+    }
+
+    /// The value of a tunable by its well-known name, as text.
+    pub fn get(&self, name: &str) -> Option<String> {
+        match name {
+            "nworkers" => Some(self.nworkers.to_string()),
+            "factor" => Some(self.factor.to_string()),
+            "policy" => Some(self.policy.to_string()),
+            _ => None,
+        }
+    }
+}
+
+/// Who asked for a change: the tuner's own changes are watched and may be rolled back; a change
+/// from the application or from outside holds the tunable at its value (the tuner leaves it
+/// alone until it is released).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Source {
+    Tuner,
+    Application,
+    External,
+}
+
+/// Why a change is requested: the text logged with the decision, and what the model said.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Why {
+    pub source: Source,
+    pub reason: String,
+    pub predicted_ms: Option<f64>,
+    pub measured_ms: Option<f64>,
+    pub details: serde_json::Value,
+}
+
+impl Why {
+    pub(crate) fn plain(source: Source, reason: &str) -> Why {
+        Why {
+            source,
+            reason: reason.to_owned(),
+            predicted_ms: None,
+            measured_ms: None,
+            details: serde_json::Value::Null,
+        }
     }
 }
 
@@ -155,6 +200,15 @@ pub struct Decision {
     pub to: serde_json::Value,
     /// Why: the tuner's reasoning, `application`, or `external`.
     pub reason: String,
+    /// The model's prediction of the iteration time with the new value, in ms (tuner only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub predicted_ms: Option<f64>,
+    /// The measured iteration time the decision was taken on, in ms (tuner only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub measured_ms: Option<f64>,
+    /// The inputs and the model's numbers behind a tuner's decision.
+    #[serde(default, skip_serializing_if = "serde_json::Value::is_null")]
+    pub details: serde_json::Value,
 }
 
 /// A shared handle on the tunables of a running program: read the values in force, request
@@ -176,7 +230,16 @@ pub struct TunablesHandle {
 struct State {
     current: Tunables,
     pool: usize,
-    pending: Vec<(Change, String)>,
+    pending: Vec<(Change, Why)>,
+    /// Tunables set by the application or from outside: the tuner leaves them alone.
+    held: Vec<&'static str>,
+}
+
+/// A decision taken at an iteration boundary, with who asked for it.
+#[derive(Debug, Clone)]
+pub(crate) struct Applied {
+    pub decision: Decision,
+    pub source: Source,
 }
 
 impl TunablesHandle {
@@ -186,6 +249,7 @@ impl TunablesHandle {
                 current,
                 pool,
                 pending: Vec::new(),
+                held: Vec::new(),
             })),
         }
     }
@@ -201,23 +265,91 @@ impl TunablesHandle {
     }
 
     /// Requests a change for the next iteration boundary; `reason` is logged with the decision.
+    /// The tuner then leaves that tunable at the value asked for.
     ///
     /// # Errors
     /// When the value is out of range; nothing is queued then.
     pub fn request(&self, change: Change, reason: &str) -> Result<()> {
+        self.request_why(change, Why::plain(Source::Application, reason))
+    }
+
+    /// Workers started: the most that can take part.
+    pub fn pool(&self) -> usize {
+        self.lock().pool
+    }
+
+    pub(crate) fn request_why(&self, change: Change, why: Why) -> Result<()> {
         let mut state = self.lock();
         change.validate(state.pool)?;
-        state.pending.push((change, reason.to_owned()));
+        state.pending.push((change, why));
         Ok(())
     }
 
+    /// Queues a change the tuner proposes, unless the application or an external controller
+    /// holds that tunable or has already asked for a change of it at this boundary; returns
+    /// whether it was queued.
+    pub(crate) fn request_tuned(&self, change: Change, why: Why) -> bool {
+        let mut state = self.lock();
+        let name = change.tunable();
+        let taken = state.held.contains(&name)
+            || state
+                .pending
+                .iter()
+                .any(|(c, w)| c.tunable() == name && w.source != Source::Tuner);
+        if taken || change.validate(state.pool).is_err() {
+            return false;
+        }
+        state.pending.push((change, why));
+        true
+    }
+
+    /// Hands a held tunable back to the tuner (`set NAME auto` on the control endpoint).
+    ///
+    /// # Errors
+    /// When `name` is not a tunable.
+    pub(crate) fn release(&self, name: &str) -> Result<()> {
+        let name = tunable_name(name)?;
+        let mut state = self.lock();
+        state.held.retain(|&h| h != name);
+        Ok(())
+    }
+
+    /// Tunables the tuner must leave alone.
+    pub(crate) fn held(&self) -> Vec<&'static str> {
+        self.lock().held.clone()
+    }
+
     /// Applies the queued changes at the start of `iteration`, returning the decisions taken.
-    pub(crate) fn apply_pending(&self, iteration: usize) -> Vec<Decision> {
+    /// A later request for the same tunable wins; changes from the application or from outside
+    /// hold their tunable.
+    pub(crate) fn apply_pending(&self, iteration: usize) -> Vec<Applied> {
         let mut state = self.lock();
         let pending = std::mem::take(&mut state.pending);
-        pending
-            .iter()
-            .filter_map(|(change, reason)| state.current.apply(change, iteration, reason))
-            .collect()
+        let mut applied = Vec::new();
+        for (change, why) in &pending {
+            if why.source != Source::Tuner && !state.held.contains(&change.tunable()) {
+                state.held.push(change.tunable());
+            }
+            if let Some(decision) = state.current.apply(change, iteration, why) {
+                applied.push(Applied {
+                    decision,
+                    source: why.source,
+                });
+            }
+        }
+        applied
     }
+}
+
+/// The `&'static` name of a tunable.
+fn tunable_name(name: &str) -> Result<&'static str> {
+    ["nworkers", "factor", "policy"]
+        .into_iter()
+        .find(|&n| n == name)
+        .ok_or_else(|| {
+            Error::config(
+                format!("error: no tunable is named `{name}`"),
+                "the tunables are `nworkers`, `factor` and `policy`",
+            )
+        })
 }

@@ -12,6 +12,11 @@ use serde::{Deserialize, Serialize};
 use crate::error::{Error, ErrorKind, Result};
 use crate::policy::PolicyName;
 use crate::tunables::{Tunables, check_factor};
+use crate::tuning::ControlAddr;
+
+mod tuning;
+
+pub use tuning::{Objective, TuneMode, TuningConfig, TuningSection};
 
 /// How the master sends messages; the performance model has a branch for each.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, ValueEnum)]
@@ -78,6 +83,12 @@ pub struct RunArgs {
     /// Configuration file [default: Mw.toml if present]
     #[arg(long, value_name = "PATH")]
     pub config: Option<PathBuf>,
+    /// What the tuner may change while the program runs [default: on]
+    #[arg(long, value_name = "WHAT")]
+    pub tune: Option<TuneMode>,
+    /// Expose the tunables on a control endpoint: a Unix socket path or 127.0.0.1:PORT
+    #[arg(long, value_name = "ADDR")]
+    pub control: Option<ControlAddr>,
 }
 
 fn parse_count(text: &str) -> std::result::Result<usize, String> {
@@ -121,6 +132,8 @@ pub struct RunSection {
 pub struct ConfigFile {
     #[serde(default)]
     pub run: RunSection,
+    #[serde(default)]
+    pub tuning: TuningSection,
     #[serde(default)]
     pub project: toml::Table,
 }
@@ -168,6 +181,10 @@ pub struct RunConfig {
     pub protocol: Protocol,
     pub backend: BackendChoice,
     pub metrics: Option<PathBuf>,
+    /// What the tuner may change, within which range, how cautiously, towards what.
+    pub tuning: TuningConfig,
+    /// Where to expose the tunables while the run lasts (`--control`).
+    pub control: Option<ControlAddr>,
 }
 
 impl Default for RunConfig {
@@ -181,6 +198,8 @@ impl Default for RunConfig {
             protocol: Protocol::Async,
             backend: BackendChoice::Auto,
             metrics: None,
+            tuning: TuningConfig::default(),
+            control: None,
         }
     }
 }
@@ -197,7 +216,29 @@ impl RunConfig {
             None if Path::new("Mw.toml").is_file() => ConfigFile::load(Path::new("Mw.toml"))?,
             None => ConfigFile::default(),
         };
-        RunConfig::merge(&file.run, args)
+        RunConfig::merge_file(&file, args)
+    }
+
+    /// Merges a whole configuration file (`[run]` and `[tuning]`) and flags over the defaults,
+    /// and checks the result.
+    ///
+    /// # Errors
+    /// Values out of range, or a control endpoint that is not a local address.
+    pub fn merge_file(file: &ConfigFile, args: &RunArgs) -> Result<RunConfig> {
+        let mut config = RunConfig::merge(&file.run, args)?;
+        config.tuning = TuningConfig::merge(&file.tuning, args.tune);
+        config.control = match (&args.control, &file.tuning.control) {
+            (Some(addr), _) => Some(addr.clone()),
+            (None, Some(text)) => Some(text.parse().map_err(|e: String| {
+                Error::config(
+                    format!("error: `[tuning] control` = `{text}`: {e}"),
+                    "use a Unix socket path or 127.0.0.1:PORT",
+                )
+            })?),
+            (None, None) => None,
+        };
+        config.validate()?;
+        Ok(config)
     }
 
     /// Merges a `[run]` table and flags over the defaults, and checks the result.
@@ -218,6 +259,11 @@ impl RunConfig {
             protocol: args.protocol.or(file.protocol).unwrap_or(defaults.protocol),
             backend: args.backend.or(file.backend).unwrap_or(defaults.backend),
             metrics: args.metrics.clone().or_else(|| file.metrics.clone()),
+            tuning: TuningConfig {
+                mode: args.tune.unwrap_or(defaults.tuning.mode),
+                ..defaults.tuning
+            },
+            control: args.control.clone(),
         };
         config.validate()?;
         Ok(config)
@@ -248,14 +294,31 @@ impl RunConfig {
                 "a chunk holds at least one task: set --min-chunk 1 or more",
             ));
         }
-        check_factor(self.factor)
+        check_factor(self.factor)?;
+        self.tuning.validate()
     }
 
-    /// Threads to start on the local backend: `max_workers`, else `workers`, else one per core.
+    /// Threads to start on the local backend: `max_workers` when given. Otherwise, when the
+    /// tuner may change `nworkers`, room to grow: the larger of the starting workers and
+    /// `[tuning] max_workers`, else of the starting workers and [`default_tuned_pool`] — parked
+    /// threads block on a channel and cost no CPU, only a stack and what `Worker::initialize`
+    /// allocates. Without workers tuning, `workers`, else one per core.
     pub fn local_pool(&self) -> usize {
-        self.max_workers
-            .or(self.workers)
-            .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, usize::from))
+        if let Some(max) = self.max_workers {
+            return max;
+        }
+        let start = self.workers.unwrap_or_else(cores);
+        if self.tuning.mode.tunes_workers() {
+            start.max(self.tuning.max_workers.unwrap_or_else(default_tuned_pool))
+        } else {
+            start
+        }
+    }
+
+    /// Workers taking part at the start on the local backend: `workers`, else one per core,
+    /// at most the pool.
+    pub fn local_start(&self, pool: usize) -> usize {
+        self.workers.unwrap_or_else(cores).clamp(1, pool.max(1))
     }
 
     /// The tunables a run over `pool` workers starts with.
@@ -266,6 +329,18 @@ impl RunConfig {
             policy: self.policy,
         }
     }
+}
+
+/// The cores of this machine (2 when unknown).
+fn cores() -> usize {
+    std::thread::available_parallelism().map_or(2, usize::from)
+}
+
+/// The local pool when `nworkers` is tuned and no bound was given: four threads per core, at
+/// least 16 and at most 256 — enough for workloads that wait more than they compute (the
+/// papers' workers are other machines) to find their best worker count.
+pub fn default_tuned_pool() -> usize {
+    (4 * cores()).clamp(16, 256)
 }
 
 #[cfg(test)]

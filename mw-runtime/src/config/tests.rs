@@ -18,14 +18,29 @@ fn flags_override_the_file_which_overrides_defaults() {
 }
 
 #[test]
-fn workers_alone_sets_the_pool() {
+fn workers_alone_sets_the_pool_unless_nworkers_is_tuned() {
     let merged = |args: RunArgs| RunConfig::merge(&RunSection::default(), &args).unwrap();
     let config = merged(RunArgs {
         workers: Some(5),
+        tune: Some(TuneMode::Off),
         ..RunArgs::default()
     });
     assert_eq!(config.local_pool(), 5);
     assert_eq!(config.tunables(5).nworkers, 5);
+    // Tuned (the default): room to grow, starting at --workers.
+    let config = merged(RunArgs {
+        workers: Some(5),
+        ..RunArgs::default()
+    });
+    let pool = config.local_pool();
+    assert_eq!(pool, default_tuned_pool().max(5));
+    assert_eq!(config.local_start(pool), 5);
+    let config = merged(RunArgs {
+        workers: Some(40),
+        tune: Some(TuneMode::Factor),
+        ..RunArgs::default()
+    });
+    assert_eq!(config.local_pool(), 40);
     let config = merged(RunArgs {
         max_workers: Some(7),
         ..RunArgs::default()
@@ -90,4 +105,75 @@ fn flags_are_checked_by_clap() {
     .unwrap();
     assert_eq!(ok.run.workers, Some(2));
     assert_eq!(ok.run.protocol, Some(Protocol::Sync));
+}
+
+#[test]
+fn the_tuning_table_and_flags_merge() {
+    let file = ConfigFile::parse(
+        "[tuning]\ntune = \"workers\"\nmin_workers = 2\nmax_workers = 12\npersistence = 3\n\
+         objective = \"time\"\ncontrol = \"127.0.0.1:0\"\n",
+    )
+    .unwrap();
+    let config = RunConfig::merge_file(&file, &RunArgs::default()).unwrap();
+    assert_eq!(config.tuning.mode, TuneMode::Workers);
+    assert_eq!(config.tuning.range(32), (2, 12));
+    assert_eq!(config.tuning.range(8), (2, 8));
+    assert_eq!(config.tuning.persistence, 3);
+    assert_eq!(config.tuning.objective, Objective::Time);
+    assert!(matches!(config.control, Some(ControlAddr::Tcp(_))));
+    // Without a pool bound, the local pool is the tuner's upper bound.
+    assert_eq!(config.local_pool(), 12);
+    let flags = RunArgs {
+        tune: Some(TuneMode::Off),
+        ..RunArgs::default()
+    };
+    let config = RunConfig::merge_file(&file, &flags).unwrap();
+    assert_eq!(config.tuning.mode, TuneMode::Off);
+    assert_eq!(RunConfig::default().tuning.mode, TuneMode::On);
+}
+
+#[test]
+fn bad_tuning_values_are_refused_with_help() {
+    let bad = |text: &str| {
+        let file = ConfigFile::parse(text).unwrap();
+        RunConfig::merge_file(&file, &RunArgs::default())
+            .unwrap_err()
+            .to_string()
+    };
+    let e = bad("[tuning]\nmin_workers = 8\nmax_workers = 4\n");
+    assert!(
+        e.contains("less than `min_workers`") && e.contains("help:"),
+        "{e}"
+    );
+    let e = bad("[tuning]\npersistence = 0\n");
+    assert!(e.contains("persistence") && e.contains("help:"), "{e}");
+    let e = bad("[tuning]\ncontrol = \"0.0.0.0:7000\"\n");
+    assert!(e.contains("not a loopback address"), "{e}");
+    let e = ConfigFile::parse("[tuning]\ntune = \"maybe\"\n").unwrap_err();
+    assert!(e.contains("maybe"), "{e}");
+    let e = ConfigFile::parse("[tuning]\nobjective = \"speed\"\n").unwrap_err();
+    assert!(e.contains("speed"), "{e}");
+}
+
+#[test]
+fn tune_and_control_flags_parse() {
+    #[derive(clap::Parser, Debug)]
+    struct Cli {
+        #[command(flatten)]
+        run: RunArgs,
+    }
+    use clap::Parser;
+    let ok = Cli::try_parse_from(["app", "--tune", "factor", "--control", "/tmp/x.sock"]).unwrap();
+    assert_eq!(ok.run.tune, Some(TuneMode::Factor));
+    assert_eq!(
+        ok.run.control,
+        Some(ControlAddr::Unix(std::path::PathBuf::from("/tmp/x.sock")))
+    );
+    let ok = Cli::try_parse_from(["app", "--control", "localhost:7070"]).unwrap();
+    assert_eq!(
+        ok.run.control,
+        Some(ControlAddr::Tcp("127.0.0.1:7070".parse().unwrap()))
+    );
+    assert!(Cli::try_parse_from(["app", "--tune", "sometimes"]).is_err());
+    assert!(Cli::try_parse_from(["app", "--control", "192.168.1.2:80"]).is_err());
 }

@@ -9,11 +9,12 @@ use crate::app::{Flow, Iteration, Master, Setup, TaskId};
 use crate::codec::Message;
 use crate::config::RunConfig;
 use crate::error::{Error, ErrorKind, Result};
-use crate::measure::TaskStats;
+use crate::measure::{Facts, Probe, TaskStats};
 use crate::metrics::{Failure, IterationMetrics, RunMetrics};
 use crate::policy::{Ask, Plan, Policy, PolicyName};
 use crate::transport::{Chunk, Done, Failed, FromWorker, MasterLink, ToWorker};
 use crate::tunables::TunablesHandle;
+use crate::tuning::{ControlServer, Status, Tuner};
 
 /// Runs the whole program on the master: initialize, iterate, shut the workers down, final work.
 /// Workers are always told to stop, even when the run fails, so no thread or rank is left waiting.
@@ -39,6 +40,8 @@ where
         policy_name: config.policy,
         healthy: vec![true; pool],
         stats: TaskStats::new(pool),
+        tuner: Tuner::new(config),
+        control: None,
         next_chunk_id: 0,
         metrics: RunMetrics {
             app: app.to_owned(),
@@ -52,7 +55,12 @@ where
         },
     };
     engine.metrics.backend = engine.link.backend().to_owned();
-    let outcome = engine.await_ready().and_then(|()| engine.run());
+    let outcome = engine
+        .open_control()
+        .and_then(|()| engine.await_ready())
+        .and_then(|()| engine.run());
+    // Closes the endpoint (and removes its socket) whatever happened.
+    engine.control = None;
     let shutdown = engine.shutdown();
     outcome?;
     shutdown?;
@@ -71,6 +79,8 @@ struct Engine<'a, M: Master, L> {
     /// Workers that have not failed.
     healthy: Vec<bool>,
     stats: TaskStats,
+    tuner: Tuner,
+    control: Option<ControlServer>,
     next_chunk_id: u64,
     metrics: RunMetrics,
 }
@@ -86,7 +96,6 @@ struct InFlight {
 struct Round<M: Master> {
     index: usize,
     shared: Arc<M::Shared>,
-    shared_bytes: u64,
     tasks: std::vec::IntoIter<M::Task>,
     /// Tasks not yet cut into chunks.
     uncut: usize,
@@ -98,9 +107,10 @@ struct Round<M: Master> {
     /// Active workers with nothing to do right now.
     idle: Vec<usize>,
     chunk_sizes: Vec<usize>,
-    busy: Vec<Duration>,
-    bytes_to: u64,
-    bytes_from: u64,
+    /// The measure points.
+    probe: Probe,
+    /// Time the tuner spent on this iteration.
+    tuning: Duration,
 }
 
 impl<M, L> Engine<'_, M, L>
@@ -108,6 +118,16 @@ where
     M: Master,
     L: MasterLink<M::Task, M::Shared, M::Result>,
 {
+    /// Opens the control endpoint, if one was asked for.
+    fn open_control(&mut self) -> Result<()> {
+        if let Some(addr) = &self.config.control {
+            let server = ControlServer::start(addr, self.tunables.clone())?;
+            eprintln!("mw: control endpoint listening on {}", server.addr());
+            self.control = Some(server);
+        }
+        Ok(())
+    }
+
     /// Waits until every worker has run `initialize`; failed ones take no part.
     fn await_ready(&mut self) -> Result<()> {
         let pool = self.link.pool();
@@ -150,14 +170,18 @@ where
 
     fn run(&mut self) -> Result<()> {
         for index in 0.. {
-            let decisions = self.tunables.apply_pending(index);
-            for d in &decisions {
+            let applied = self.tunables.apply_pending(index);
+            for a in &applied {
+                let d = &a.decision;
                 eprintln!(
                     "mw: iteration {index}: {} {} → {} ({})",
                     d.tunable, d.from, d.to, d.reason
                 );
             }
-            self.metrics.decisions.extend(decisions);
+            self.tuner.applied(&applied);
+            self.metrics
+                .decisions
+                .extend(applied.into_iter().map(|a| a.decision));
             let tunables = self.tunables.current();
             if tunables.policy != self.policy_name {
                 self.policy = tunables.policy.build();
@@ -182,17 +206,18 @@ where
     fn iteration(&mut self, it: &Iteration) -> Result<Option<Flow>> {
         let started = Instant::now();
         let work = self.master.partition(it);
-        let mut master_time = started.elapsed();
+        let partitioned = started.elapsed();
         if work.tasks.is_empty() {
             return Ok(None);
         }
         let pool = self.link.pool();
         let tasks = work.tasks.len();
         let shared_bytes = work.shared.encoded_len() as u64;
+        let mut probe = Probe::new(pool, shared_bytes);
+        probe.serial += partitioned;
         let mut round = Round::<M> {
             index: it.index,
             shared: Arc::new(work.shared),
-            shared_bytes,
             tasks: work.tasks.into_iter(),
             uncut: tasks,
             next_task: 0,
@@ -201,9 +226,8 @@ where
             active: vec![false; pool],
             idle: Vec::new(),
             chunk_sizes: Vec::new(),
-            busy: vec![Duration::ZERO; pool],
-            bytes_to: 0,
-            bytes_from: 0,
+            probe,
+            tuning: Duration::ZERO,
         };
         self.policy.begin(&Plan {
             tasks,
@@ -222,12 +246,18 @@ where
         for &worker in &chosen {
             self.dispatch(&mut round, worker)?;
         }
+        // The prediction is made now, while the first chunks are out and the master would only
+        // wait: from the measurements of earlier iterations alone.
+        let predicting = Instant::now();
+        let predicted = self.tuner.predict(tasks, chosen.len());
+        round.tuning += predicting.elapsed();
 
         let mut outstanding = tasks;
         while outstanding > 0 {
             match self.link.recv()? {
                 (worker, FromWorker::Done(done)) => {
-                    let recovered = self.recover(&mut round, worker, done, &mut master_time)?;
+                    let at = Instant::now();
+                    let recovered = self.recover(&mut round, worker, done, at)?;
                     outstanding -= recovered;
                     self.dispatch(&mut round, worker)?;
                 }
@@ -245,15 +275,16 @@ where
 
         let closing = Instant::now();
         let flow = self.master.end_iteration(it);
-        master_time += closing.elapsed();
-        self.record(it, round, tasks, started.elapsed(), master_time);
+        round.probe.serial += closing.elapsed();
+        let elapsed = started.elapsed();
+        self.record(it, round, tasks, elapsed, predicted);
         Ok(Some(flow))
     }
 
     /// Sends the iteration's shared part to `worker`, making it take part.
     fn activate(&mut self, round: &mut Round<M>, worker: usize) -> Result<()> {
         round.active[worker] = true;
-        round.bytes_to += round.shared_bytes;
+        round.probe.shared_sent(worker, Instant::now());
         self.link
             .send(worker, ToWorker::Shared(Arc::clone(&round.shared)))
     }
@@ -285,7 +316,9 @@ where
             tasks,
         };
         self.next_chunk_id += 1;
-        round.bytes_to += chunk.encoded_len() as u64;
+        round
+            .probe
+            .chunk_sent(worker, chunk.encoded_len() as u64, Instant::now());
         round.in_flight[worker] = Some(InFlight {
             chunk: chunk.id,
             first,
@@ -300,9 +333,8 @@ where
         round: &mut Round<M>,
         worker: usize,
         done: Done<M::Result>,
-        master_time: &mut Duration,
+        at: Instant,
     ) -> Result<usize> {
-        round.bytes_from += done.encoded_len() as u64;
         let flight = match round.in_flight.get_mut(worker).and_then(Option::take) {
             Some(flight) if flight.chunk == done.chunk && flight.len == done.results.len() => {
                 flight
@@ -317,14 +349,16 @@ where
             }
         };
         let busy = Duration::from_nanos(done.busy_ns);
-        round.busy[worker] += busy;
+        round
+            .probe
+            .answered(worker, done.encoded_len() as u64, at, busy, &done.task_ms);
         self.stats.record(worker, &done.task_ms);
         self.policy.chunk_done(worker, flight.len, busy);
         let started = Instant::now();
         for (offset, result) in done.results.into_iter().enumerate() {
             self.master.recover(TaskId(flight.first + offset), result);
         }
-        *master_time += started.elapsed();
+        round.probe.recover += started.elapsed();
         Ok(flight.len)
     }
 
@@ -342,6 +376,7 @@ where
         };
         self.healthy[worker] = false;
         round.active[worker] = false;
+        round.probe.abandoned(worker);
         let last = flight.first + flight.len - 1;
         eprintln!(
             "warning: worker {worker} panicked in do_work on tasks {}..={last} of iteration {}: \
@@ -385,24 +420,37 @@ where
         self.dispatch(round, spare)
     }
 
+    /// Derives the iteration's measurements, lets the tuner act on them, and records the
+    /// metrics.
     fn record(
         &mut self,
         it: &Iteration,
         round: Round<M>,
         tasks: usize,
         elapsed: Duration,
-        master_time: Duration,
+        predicted_ms: Option<f64>,
     ) {
-        let time_ms = ms(elapsed);
-        let busy_ms: Vec<f64> = round.busy.iter().map(|&b| ms(b)).collect();
-        let tc_ms: f64 = busy_ms.iter().sum();
-        let workers = round.chunk_sizes.len().min(it.workers).max(1);
-        let imbalance = if time_ms > 0.0 {
-            (1.0 - tc_ms / workers as f64 / time_ms).clamp(0.0, 1.0)
-        } else {
-            0.0
+        let facts = Facts {
+            index: it.index,
+            workers: it.workers,
+            factor: it.factor,
+            policy: it.policy,
+            tasks,
+            chunks: round.chunk_sizes.len(),
+            time_ms: ms(elapsed),
         };
-        let pooled = self.stats.pooled();
+        let obs = round.probe.observe(facts);
+        let tuning_started = Instant::now();
+        let current = self.tunables.current();
+        let healthy = self.healthy.iter().filter(|&&h| h).count();
+        self.tuner
+            .observe(&obs, &current, healthy, &self.stats, &self.tunables);
+        let tuning = round.tuning + tuning_started.elapsed();
+        self.stats.end_iteration();
+        let link = self.tuner.link();
+        let per_worker = |f: fn(&crate::measure::Moments) -> f64| -> Vec<f64> {
+            obs.worker_tasks.iter().map(f).collect()
+        };
         self.metrics.iterations.push(IterationMetrics {
             index: it.index,
             workers: it.workers,
@@ -410,18 +458,34 @@ where
             policy: it.policy.to_string(),
             tasks,
             chunks: round.chunk_sizes.len(),
-            time_ms,
-            tc_ms,
-            lm_ms: ms(master_time),
-            bytes_to_workers: round.bytes_to,
-            bytes_from_workers: round.bytes_from,
-            imbalance,
-            predicted_ms: None,
+            time_ms: obs.facts.time_ms,
+            tc_ms: obs.tc_ms,
+            lm_ms: obs.lm_ms(),
+            bytes_to_workers: obs.bytes_to,
+            bytes_from_workers: obs.bytes_from,
+            imbalance: obs.imbalance(),
+            predicted_ms,
             chunk_sizes: round.chunk_sizes,
-            busy_ms,
-            task_mean_ms: pooled.mean(),
-            task_stddev_ms: pooled.stddev(),
+            busy_ms: obs.busy_ms.clone(),
+            task_mean_ms: obs.task.mean(),
+            task_stddev_ms: obs.task.stddev(),
+            worker_task_mean_ms: per_worker(crate::measure::Moments::mean),
+            worker_task_stddev_ms: per_worker(crate::measure::Moments::stddev),
+            volume_bytes: obs.bytes_to + obs.bytes_from,
+            alpha: obs.alpha(),
+            shared_bytes: obs.shared_bytes,
+            mo_ms: link.map(|l| l.mo_ms),
+            k_ms_per_byte: link.map(|l| l.k_ms_per_byte),
+            tuning_ms: ms(tuning),
         });
+        if let Some(control) = &self.control {
+            control.publish(&Status {
+                iteration: it.index,
+                tunables: current,
+                time_ms: obs.facts.time_ms,
+                predicted_ms,
+            });
+        }
     }
 
     /// Tells every worker to stop and waits for each to finish `final_work`.

@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use mw_runtime::prelude::*;
-use mw_runtime::{Change, PolicyName, RunConfig, RunMetrics, TunablesHandle};
+use mw_runtime::{Change, PolicyName, RunConfig, RunMetrics, TunablesHandle, TuningConfig};
 
 /// A task: its iteration, its index and how long it takes (µs).
 pub type Job = (u32, u32, u32);
@@ -148,6 +148,7 @@ impl Worker for Sleeper {
     }
 }
 
+/// A run with fixed settings: the tuner changes nothing.
 pub fn config(pool: usize, policy: PolicyName, protocol: Protocol, factor: f64) -> RunConfig {
     RunConfig {
         workers: Some(pool),
@@ -156,6 +157,7 @@ pub fn config(pool: usize, policy: PolicyName, protocol: Protocol, factor: f64) 
         factor,
         protocol,
         backend: BackendChoice::Local,
+        tuning: TuningConfig::off(),
         ..RunConfig::default()
     }
 }

@@ -1,0 +1,332 @@
+//! When a proposal becomes a decision (DESIGN §7): it must hold for `persistence` iterations and
+//! promise a gain above the measured noise; it must not undo a recent change, nor retry a
+//! direction that was rolled back, unless conditions changed a lot (hysteresis); once made, it is
+//! watched for `persistence` iterations and rolled back if the iterations got worse.
+
+use std::collections::VecDeque;
+
+use crate::tunables::Change;
+
+/// Relative gain below which no proposal is acted on, however quiet the measurements.
+pub(crate) const MIN_GAIN: f64 = 0.03;
+/// Relative spread of iteration times assumed until two iterations have been measured.
+pub(crate) const DEFAULT_NOISE: f64 = 0.05;
+/// Iterations a change is remembered for hysteresis.
+pub(crate) const HYSTERESIS_ITERATIONS: usize = 20;
+/// A relative change of task time, task count or bytes per task above which conditions count as
+/// changed a lot.
+pub(crate) const CONDITIONS_CHANGED: f64 = 0.3;
+/// Iterations kept for the noise estimate and the baseline.
+const NOISE_WINDOW: usize = 8;
+
+/// What a tunlet proposes for the next iteration.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Proposal {
+    pub change: Change,
+    /// The value now and the value proposed, as numbers.
+    pub from: f64,
+    pub to: f64,
+    /// Predicted relative improvement of the objective, in `(0, 1)`.
+    pub gain: f64,
+    /// How strongly the objective amplifies noise in iteration time (1 for time, 2 for `Pi`).
+    pub sensitivity: f64,
+    /// The model's iteration time with the proposed value, in ms.
+    pub predicted_ms: f64,
+    /// The model's one-line account.
+    pub reason: String,
+    /// Inputs and model numbers, for the metrics.
+    pub details: serde_json::Value,
+}
+
+/// The state of an application at a moment: if it moves a lot, old hysteresis no longer holds.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Conditions {
+    pub task_ms: f64,
+    pub tasks: f64,
+    pub bytes_per_task: f64,
+}
+
+impl Conditions {
+    fn changed_a_lot(&self, other: &Conditions) -> bool {
+        let rel = |a: f64, b: f64| {
+            let scale = a.abs().max(b.abs());
+            scale > 0.0 && (a - b).abs() / scale > CONDITIONS_CHANGED
+        };
+        rel(self.task_ms, other.task_ms)
+            || rel(self.tasks, other.tasks)
+            || rel(self.bytes_per_task, other.bytes_per_task)
+    }
+}
+
+/// A change made by the tuner, being watched.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Trial {
+    pub tunable: &'static str,
+    pub from: f64,
+    pub to: f64,
+    /// The change that undoes it.
+    pub back: Change,
+    /// Mean score and time of the iterations before it, and the noise then.
+    pub baseline: f64,
+    pub baseline_ms: f64,
+    pub noise: f64,
+    pub sensitivity: f64,
+    pub predicted_ms: f64,
+    /// Scores and times of the iterations since.
+    pub scores: Vec<f64>,
+    pub times: Vec<f64>,
+    pub conditions: Conditions,
+    /// Whether the engine has applied it yet.
+    pub applied: bool,
+}
+
+/// What became of a trial.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Verdict {
+    /// Still watching.
+    Watching,
+    /// Kept.
+    Kept,
+    /// Worse: undo it with `back`, for `reason`.
+    RollBack {
+        back: Change,
+        reason: String,
+        measured_ms: f64,
+    },
+}
+
+/// A value left: by an accepted change (`rolled_back = false`: went `from → to`) or by a rollback
+/// (`to` was tried and `from` restored).
+#[derive(Debug, Clone, PartialEq)]
+struct Left {
+    tunable: &'static str,
+    from: f64,
+    to: f64,
+    rolled_back: bool,
+    iteration: usize,
+    conditions: Conditions,
+}
+
+/// Proposals on their way to decisions, for every tunable.
+#[derive(Debug, Default)]
+pub(crate) struct Decider {
+    /// Per tunable: direction of the proposals in a row (+1 up, −1 down) and how many.
+    streaks: Vec<(&'static str, f64, usize)>,
+    left: VecDeque<Left>,
+    /// Scores and times of recent iterations with the settings now in force.
+    scores: VecDeque<(f64, f64)>,
+    /// What the model left unexplained in recent iterations with the settings in force,
+    /// relative to their time.
+    residuals: VecDeque<f64>,
+    /// The noise measured under the settings before.
+    last_noise: Option<f64>,
+    pub trial: Option<Trial>,
+}
+
+impl Decider {
+    /// Records an iteration: its score, its time, and the share of its time the model did not
+    /// explain (`(measured − model)/measured` at the settings it ran with).
+    pub fn scored(&mut self, score: f64, time_ms: f64, residual: f64) {
+        if let Some(trial) = &mut self.trial {
+            if trial.applied {
+                trial.scores.push(score);
+                trial.times.push(time_ms);
+            }
+        }
+        self.scores.push_back((score, time_ms));
+        while self.scores.len() > NOISE_WINDOW {
+            self.scores.pop_front();
+        }
+        if residual.is_finite() {
+            self.residuals.push_back(residual);
+            while self.residuals.len() > NOISE_WINDOW {
+                self.residuals.pop_front();
+            }
+        }
+    }
+
+    /// Settings changed: the scores so far describe other settings. The noise measured under
+    /// them stands until two iterations have run with the new ones.
+    pub fn settings_changed(&mut self) {
+        if self.residuals.len() >= 2 {
+            self.last_noise = Some(self.noise());
+        }
+        self.scores.clear();
+        self.residuals.clear();
+    }
+
+    /// The measured noise: the standard deviation of what the model left unexplained in recent
+    /// iterations with the settings in force, relative to their time. A change of load that the
+    /// measurements explain (more work, more bytes) is not noise; jitter is. Until two
+    /// iterations have run with the current settings, the noise measured before them, else
+    /// [`DEFAULT_NOISE`].
+    pub fn noise(&self) -> f64 {
+        if self.residuals.len() < 2 {
+            return self.last_noise.unwrap_or(DEFAULT_NOISE);
+        }
+        let n = self.residuals.len() as f64;
+        let mean = self.residuals.iter().sum::<f64>() / n;
+        let var = self
+            .residuals
+            .iter()
+            .map(|r| (r - mean).powi(2))
+            .sum::<f64>()
+            / (n - 1.0);
+        var.sqrt()
+    }
+
+    /// Mean score and mean time of the last `count` iterations with the settings in force.
+    pub fn baseline(&self, count: usize) -> Option<(f64, f64)> {
+        let recent = self.scores.iter().rev().take(count.max(1));
+        let n = recent.len() as f64;
+        (n > 0.0).then(|| {
+            let (s, t) = recent.fold((0.0, 0.0), |(s, t), &(a, b)| (s + a, t + b));
+            (s / n, t / n)
+        })
+    }
+
+    /// The gain a proposal must promise: twice the noise, at least [`MIN_GAIN`], scaled by how
+    /// strongly the objective amplifies noise.
+    pub fn threshold(&self, sensitivity: f64) -> f64 {
+        (2.0 * self.noise()).max(MIN_GAIN) * sensitivity
+    }
+
+    /// Counts a proposal (or its absence, `None`) for `tunable`; returns how many iterations in
+    /// a row proposals have pointed the same way.
+    pub fn hold(&mut self, tunable: &'static str, proposal: Option<&Proposal>) -> usize {
+        let direction = proposal.map_or(0.0, |p| (p.to - p.from).signum());
+        let entry = match self.streaks.iter_mut().find(|s| s.0 == tunable) {
+            Some(entry) => entry,
+            None => {
+                self.streaks.push((tunable, 0.0, 0));
+                let last = self.streaks.len() - 1;
+                &mut self.streaks[last]
+            }
+        };
+        if direction == 0.0 {
+            *entry = (tunable, 0.0, 0);
+        } else if entry.1 == direction {
+            entry.2 += 1;
+        } else {
+            *entry = (tunable, direction, 1);
+        }
+        entry.2
+    }
+
+    /// Forgets every streak (after a change, measurements describe other settings).
+    pub fn reset_streaks(&mut self) {
+        self.streaks.clear();
+    }
+
+    /// Why `proposal` would undo a recent change, if it would.
+    pub fn blocked(
+        &self,
+        proposal: &Proposal,
+        iteration: usize,
+        now: &Conditions,
+    ) -> Option<String> {
+        let tunable = proposal.change.tunable();
+        let v = proposal.to;
+        self.left
+            .iter()
+            .filter(|l| l.tunable == tunable)
+            .filter(|l| iteration.saturating_sub(l.iteration) < HYSTERESIS_ITERATIONS)
+            .filter(|l| !l.conditions.changed_a_lot(now))
+            .find_map(|l| {
+                let span = (l.to - l.from).abs();
+                if l.rolled_back {
+                    // Moving from `from` towards `to` was worse: not that way again.
+                    let same_way = (v - l.from).signum() == (l.to - l.from).signum();
+                    same_way.then(|| {
+                        format!(
+                            "going from {} towards {} was rolled back at iteration {}",
+                            l.from, l.to, l.iteration
+                        )
+                    })
+                } else {
+                    // `from` was left for `to`: do not return more than halfway.
+                    ((v - l.from).abs() < span / 2.0)
+                        .then(|| format!("{} was left at iteration {}", l.from, l.iteration))
+                }
+            })
+    }
+
+    /// Starts watching a change the tuner asked for; the baseline is the `persistence`
+    /// iterations the proposal held for.
+    pub fn start(
+        &mut self,
+        proposal: &Proposal,
+        back: Change,
+        conditions: Conditions,
+        persistence: usize,
+    ) {
+        let (baseline, baseline_ms) = self
+            .baseline(persistence)
+            .unwrap_or((f64::INFINITY, f64::INFINITY));
+        self.trial = Some(Trial {
+            tunable: proposal.change.tunable(),
+            from: proposal.from,
+            to: proposal.to,
+            back,
+            baseline,
+            baseline_ms,
+            noise: self.noise(),
+            sensitivity: proposal.sensitivity,
+            predicted_ms: proposal.predicted_ms,
+            scores: Vec::new(),
+            times: Vec::new(),
+            conditions,
+            applied: false,
+        });
+    }
+
+    /// Judges the trial once it has run `persistence` iterations: worse than the baseline by
+    /// more than the threshold is rolled back.
+    pub fn judge(&mut self, persistence: usize, iteration: usize) -> Verdict {
+        let Some(trial) = &self.trial else {
+            return Verdict::Watching;
+        };
+        if !trial.applied || trial.scores.len() < persistence {
+            return Verdict::Watching;
+        }
+        let n = trial.scores.len() as f64;
+        let after = trial.scores.iter().sum::<f64>() / n;
+        let measured_ms = trial.times.iter().sum::<f64>() / trial.times.len().max(1) as f64;
+        let limit = trial.baseline * (1.0 + (2.0 * trial.noise).max(MIN_GAIN) * trial.sensitivity);
+        let Some(trial) = self.trial.take() else {
+            return Verdict::Watching;
+        };
+        let rolled_back = after > limit;
+        self.left.push_back(Left {
+            tunable: trial.tunable,
+            from: trial.from,
+            to: trial.to,
+            rolled_back,
+            iteration,
+            conditions: trial.conditions,
+        });
+        while self.left.len() > 8 {
+            self.left.pop_front();
+        }
+        if rolled_back {
+            Verdict::RollBack {
+                back: trial.back,
+                reason: format!(
+                    "rollback: with {} = {} iterations took {measured_ms:.2} ms (predicted {:.2}) \
+                     against {:.2} ms with {}: worse beyond the noise",
+                    trial.tunable, trial.to, trial.predicted_ms, trial.baseline_ms, trial.from,
+                ),
+                measured_ms,
+            }
+        } else {
+            Verdict::Kept
+        }
+    }
+
+    /// Something else changed `tunable` (the application, an operator): stop watching it.
+    pub fn abandon(&mut self, tunable: &str) {
+        if self.trial.as_ref().is_some_and(|t| t.tunable == tunable) {
+            self.trial = None;
+        }
+    }
+}

@@ -1,0 +1,283 @@
+//! The model's inputs: `mo` and `k` by least squares over a sliding window of transfers; the
+//! other parameters both as last measured (what the tunlets judge, so that a single odd
+//! iteration cannot look persistent) and smoothed by an exponentially weighted moving average
+//! (what the prediction of the next iteration uses).
+
+use std::collections::VecDeque;
+
+use crate::config::Protocol;
+use crate::measure::{Moments, Observation, Transfer};
+use crate::model::broadcast::{self, BroadcastParams};
+use crate::model::{self, ModelError, Params, fit_latency_bandwidth};
+
+/// Iterations whose transfers the fit of `mo` and `k` uses.
+pub(crate) const FIT_WINDOW: usize = 4;
+/// Transfers kept per iteration (evenly spread over the iteration's chunks).
+pub(crate) const FIT_SAMPLES: usize = 256;
+/// Weight of the newest iteration in the moving averages.
+pub(crate) const EWMA: f64 = 0.5;
+/// A fit explaining less of the transfers' variance than this (r²) does not set `k`: message
+/// size then says little about transfer time, and `k` keeps its last well-fitted value (or 0).
+pub(crate) const MIN_R2: f64 = 0.3;
+
+/// `mo` and `k` as last fitted.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Link {
+    pub mo_ms: f64,
+    pub k_ms_per_byte: f64,
+    /// Transfers the fit used.
+    pub samples: usize,
+    /// Whether `k` comes from a fit with r² ≥ [`MIN_R2`].
+    pub fitted: bool,
+}
+
+/// The per-iteration inputs of the model, per task where the task count may change.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub(crate) struct Inputs {
+    /// Processing time per task (`Tc/M`), in ms.
+    pub task_ms: f64,
+    /// Deviation of one task's time, in ms.
+    pub task_sd_ms: f64,
+    /// Bytes of chunks sent per task (the shared part left out).
+    pub to_per_task: f64,
+    /// Bytes of answers per task.
+    pub from_per_task: f64,
+    /// Master time in `recover`, per task, in ms.
+    pub recover_per_task_ms: f64,
+    /// Master time in `partition` and `end_iteration`, in ms.
+    pub serial_ms: f64,
+}
+
+impl Inputs {
+    /// `λm` for an iteration of `tasks` tasks, in ms.
+    pub fn lm_ms(&self, tasks: usize) -> f64 {
+        self.serial_ms + self.recover_per_task_ms * tasks as f64
+    }
+}
+
+/// Everything the tunlets and the prediction need.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Estimate {
+    window: VecDeque<Vec<Transfer>>,
+    pub link: Option<Link>,
+    /// The last iteration's inputs.
+    pub now: Inputs,
+    /// The inputs smoothed over recent iterations.
+    pub smooth: Inputs,
+    /// Bytes of the shared part, sent to each worker taking part.
+    pub shared_bytes: f64,
+    /// What the model leaves unexplained in the measured time, either way: the tail of the last
+    /// chunks, waits the model does not count, master work that overlaps the workers'. Added
+    /// to every `Tt(n)`.
+    pub calibration_ms: f64,
+    /// Per worker of the pool: task-time moments of the last iteration it took part in.
+    pub workers: Vec<Moments>,
+    /// Workers that took part in the last iteration.
+    pub active: usize,
+    /// Iterations observed.
+    pub iterations: usize,
+}
+
+/// Which expression of the model sheet describes the application.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum Variant {
+    /// Work and data split among the workers: (7)–(9).
+    Balanced(Params),
+    /// The shared part, sent whole to every worker, dominates what is sent: seed 002's (5)–(8).
+    Broadcast(BroadcastParams),
+}
+
+impl Variant {
+    pub fn name(&self) -> &'static str {
+        match self {
+            Variant::Balanced(_) => "balanced",
+            Variant::Broadcast(_) => "broadcast",
+        }
+    }
+
+    /// `Tt(n)`, in ms.
+    pub fn time(&self, n: usize, protocol: Protocol) -> Result<f64, ModelError> {
+        match self {
+            Variant::Balanced(p) => model::iteration_time(p, n, protocol),
+            Variant::Broadcast(p) => broadcast::iteration_time(p, n),
+        }
+    }
+
+    /// `Tc`, in ms.
+    pub fn tc_ms(&self) -> f64 {
+        match self {
+            Variant::Balanced(p) => p.tc_ms,
+            Variant::Broadcast(p) => p.tc_ms,
+        }
+    }
+
+    /// The MCMC: the most workers the master can feed (`None`: no limit).
+    pub fn mcmc(&self, protocol: Protocol) -> Option<usize> {
+        match self {
+            Variant::Balanced(p) => model::mcmc(p, protocol).ok().flatten(),
+            Variant::Broadcast(p) => broadcast::mcmc(p).ok().flatten(),
+        }
+    }
+}
+
+impl Estimate {
+    /// Folds in one iteration; returns the share of its time the model did not explain.
+    pub fn update(&mut self, obs: &Observation, protocol: Protocol) -> f64 {
+        let tasks = obs.facts.tasks.max(1) as f64;
+        let n = obs.active as f64;
+        let shared_total = obs.shared_bytes as f64 * n;
+        let chunk_bytes = (obs.bytes_to as f64 - shared_total).max(0.0);
+        let first = self.iterations == 0;
+        let mix = |old: f64, new: f64| {
+            if first {
+                new
+            } else {
+                EWMA * new + (1.0 - EWMA) * old
+            }
+        };
+        self.now = Inputs {
+            task_ms: obs.tc_ms / tasks,
+            task_sd_ms: obs.task.stddev(),
+            to_per_task: chunk_bytes / tasks,
+            from_per_task: obs.bytes_from as f64 / tasks,
+            recover_per_task_ms: obs.recover_ms / tasks,
+            serial_ms: obs.serial_ms,
+        };
+        let (old, now) = (self.smooth, self.now);
+        self.smooth = Inputs {
+            task_ms: mix(old.task_ms, now.task_ms),
+            task_sd_ms: mix(old.task_sd_ms, now.task_sd_ms),
+            to_per_task: mix(old.to_per_task, now.to_per_task),
+            from_per_task: mix(old.from_per_task, now.from_per_task),
+            recover_per_task_ms: mix(old.recover_per_task_ms, now.recover_per_task_ms),
+            serial_ms: mix(old.serial_ms, now.serial_ms),
+        };
+        self.shared_bytes = obs.shared_bytes as f64;
+        self.active = obs.active;
+        self.workers
+            .resize(obs.worker_tasks.len(), Moments::default());
+        for (slot, moments) in self.workers.iter_mut().zip(&obs.worker_tasks) {
+            if moments.count() > 0 {
+                *slot = *moments;
+            }
+        }
+        self.fit(&obs.transfers);
+        // The unexplained rest, from this iteration's own numbers at the n it ran with.
+        let rest = self
+            .variant_for(obs.tc_ms, chunk_bytes, obs.bytes_from as f64, obs.lm_ms())
+            .time(obs.active, protocol)
+            .map_or(0.0, |model| obs.facts.time_ms - model);
+        self.calibration_ms = mix(self.calibration_ms, rest);
+        self.iterations += 1;
+        if obs.facts.time_ms > 0.0 {
+            rest / obs.facts.time_ms
+        } else {
+            0.0
+        }
+    }
+
+    /// Refits `mo` and `k` over the window. Each transfer holds two messages (the chunk and its
+    /// answer), so the fitted intercept is `2·mo`. When all transfers have the same size, `k`
+    /// keeps its last value and `mo` follows the mean.
+    fn fit(&mut self, transfers: &[Transfer]) {
+        let stride = transfers.len().div_ceil(FIT_SAMPLES).max(1);
+        let kept: Vec<Transfer> = transfers.iter().step_by(stride).copied().collect();
+        if kept.is_empty() {
+            return;
+        }
+        self.window.push_back(kept);
+        while self.window.len() > FIT_WINDOW {
+            self.window.pop_front();
+        }
+        let samples: Vec<(f64, f64)> = self
+            .window
+            .iter()
+            .flatten()
+            .map(|t| (t.bytes, t.ms))
+            .collect();
+        self.link = Some(match fit_latency_bandwidth(&samples) {
+            Some(fit) if fit.r2 >= MIN_R2 => Link {
+                mo_ms: fit.mo_ms / 2.0,
+                k_ms_per_byte: fit.k_ms_per_byte,
+                samples: fit.samples,
+                fitted: true,
+            },
+            _ => {
+                let last = self.link.filter(|l| l.fitted);
+                let k = last.map_or(0.0, |l| l.k_ms_per_byte);
+                let mean =
+                    samples.iter().map(|&(b, t)| t - k * b).sum::<f64>() / samples.len() as f64;
+                Link {
+                    mo_ms: (mean / 2.0).max(0.0),
+                    k_ms_per_byte: k,
+                    samples: samples.len(),
+                    fitted: last.is_some(),
+                }
+            }
+        });
+    }
+
+    /// The model for an iteration of `tasks` tasks with the given inputs.
+    pub fn variant(&self, inputs: &Inputs, tasks: usize) -> Variant {
+        let m = tasks as f64;
+        self.variant_for(
+            inputs.task_ms * m,
+            inputs.to_per_task * m,
+            inputs.from_per_task * m,
+            inputs.lm_ms(tasks),
+        )
+    }
+
+    /// The calibrated model time: `Tt(n)` plus [`calibration_ms`](Estimate::calibration_ms),
+    /// never below a microsecond.
+    pub fn time(&self, variant: &Variant, n: usize, protocol: Protocol) -> Option<f64> {
+        variant
+            .time(n, protocol)
+            .ok()
+            .map(|t| (t + self.calibration_ms).max(1e-3))
+            .filter(|t| t.is_finite())
+    }
+
+    /// The broadcast variant when the shared part, sent whole to each of the workers that took
+    /// part last, is at least as large as the chunks; the balanced one otherwise, its volume
+    /// counting the shared part as last sent.
+    fn variant_for(&self, tc: f64, chunk_bytes: f64, result_bytes: f64, lm: f64) -> Variant {
+        let (mo, k) = self.link.map_or((0.0, 0.0), |l| (l.mo_ms, l.k_ms_per_byte));
+        let tc = tc.max(f64::MIN_POSITIVE);
+        let shared_total = self.shared_bytes * self.active.max(1) as f64;
+        if self.shared_bytes > 0.0 && shared_total >= chunk_bytes {
+            Variant::Broadcast(BroadcastParams {
+                tc_ms: tc,
+                shared_bytes: self.shared_bytes,
+                result_bytes: result_bytes + chunk_bytes,
+                mo_ms: mo,
+                k_ms_per_byte: k,
+                lm_ms: lm,
+            })
+        } else {
+            let sent = chunk_bytes + shared_total;
+            let volume = sent + result_bytes;
+            Variant::Balanced(Params {
+                tc_ms: tc,
+                volume_bytes: volume,
+                alpha: if volume > 0.0 { sent / volume } else { 0.5 },
+                mo_ms: mo,
+                k_ms_per_byte: k,
+                lm_ms: lm,
+            })
+        }
+    }
+
+    /// The predicted time of an iteration of `tasks` tasks on `n` workers, from the smoothed
+    /// inputs, in ms.
+    pub fn predict(&self, tasks: usize, n: usize, protocol: Protocol) -> Option<f64> {
+        if self.iterations == 0 || tasks == 0 {
+            return None;
+        }
+        self.time(
+            &self.variant(&self.smooth, tasks),
+            n.clamp(1, tasks),
+            protocol,
+        )
+    }
+}

@@ -1,0 +1,464 @@
+//! The tunlets and the decision rules on synthetic measurements: iterations whose times come from
+//! the model itself (or deliberately not), with known `mo`, `k` and `Tc`.
+#![allow(clippy::unwrap_used)]
+
+use super::estimate::Estimate;
+use super::*;
+use crate::config::{Objective, Protocol, RunConfig, TuneMode, TuningConfig};
+use crate::measure::{Facts, Moments, Transfer};
+use crate::model::{self, Params};
+use crate::policy::PolicyName;
+use crate::tunables::Decision;
+
+const POOL: usize = 64;
+
+/// The paper's worked example (Fig. 6), with `Tc` scaled by `load`: 1600 tasks of 1 ms.
+fn fig6(load: f64) -> Params {
+    Params {
+        tc_ms: 1600.0 * load,
+        volume_bytes: 4096.0,
+        alpha: 0.5,
+        mo_ms: 1.0,
+        k_ms_per_byte: 0.001,
+        lm_ms: 0.0,
+    }
+}
+
+/// An iteration of `n` workers measured exactly as the model describes it (or taking `time_ms`
+/// when given): balanced busy times, one transfer per chunk with `2·mo + k·bytes`.
+fn measured(index: usize, n: usize, p: &Params, time_ms: Option<f64>) -> Observation {
+    let tasks = 1600;
+    let time = time_ms.unwrap_or_else(|| model::iteration_time(p, n, Protocol::Async).unwrap());
+    let per_worker = p.tc_ms / n as f64;
+    let per_task = p.tc_ms / tasks as f64;
+    let mut worker_tasks = vec![Moments::default(); POOL];
+    let mut busy_ms = vec![0.0; POOL];
+    for w in 0..n {
+        let count = (tasks / n) as u64;
+        worker_tasks[w] = Moments::from_sums(
+            count,
+            per_task * count as f64,
+            per_task * per_task * count as f64,
+        );
+        busy_ms[w] = per_worker;
+    }
+    let mut task = Moments::default();
+    for t in &worker_tasks {
+        task.merge(t);
+    }
+    let chunk = p.volume_bytes / (2 * n) as f64;
+    let transfers = (0..4 * n)
+        .map(|j| {
+            let bytes = chunk * (0.5 + 0.25 * (j % 4) as f64);
+            Transfer {
+                bytes,
+                ms: 2.0 * p.mo_ms + p.k_ms_per_byte * bytes,
+            }
+        })
+        .collect();
+    Observation {
+        facts: Facts {
+            index,
+            workers: n,
+            factor: 0.5,
+            policy: PolicyName::Daf,
+            tasks,
+            chunks: 4 * n,
+            time_ms: time,
+        },
+        tc_ms: p.tc_ms,
+        busy_ms,
+        active: n,
+        serial_ms: 0.0,
+        recover_ms: 0.0,
+        bytes_to: (p.alpha * p.volume_bytes) as u64,
+        bytes_from: ((1.0 - p.alpha) * p.volume_bytes) as u64,
+        shared_bytes: 0,
+        task,
+        worker_tasks,
+        transfers,
+    }
+}
+
+/// A tuner and the tunables it acts on, iteration after iteration.
+struct Harness {
+    tuner: Tuner,
+    handle: TunablesHandle,
+    stats: TaskStats,
+    decisions: Vec<Decision>,
+    index: usize,
+}
+
+impl Harness {
+    fn new(start: usize, objective: Objective) -> Harness {
+        let config = RunConfig {
+            tuning: TuningConfig {
+                objective,
+                max_workers: Some(60),
+                ..TuningConfig::default()
+            },
+            ..RunConfig::default()
+        };
+        let tunables = Tunables {
+            nworkers: start,
+            factor: 0.5,
+            policy: PolicyName::Daf,
+        };
+        Harness {
+            tuner: Tuner::new(&config),
+            handle: TunablesHandle::new(tunables, POOL),
+            stats: TaskStats::new(POOL),
+            decisions: Vec::new(),
+            index: 0,
+        }
+    }
+
+    /// Runs one iteration measured by `measure(index, nworkers)`.
+    fn step(&mut self, measure: impl Fn(usize, usize) -> Observation) {
+        let applied = self.handle.apply_pending(self.index);
+        self.tuner.applied(&applied);
+        self.decisions
+            .extend(applied.into_iter().map(|a| a.decision));
+        let current = self.handle.current();
+        let obs = measure(self.index, current.nworkers);
+        self.tuner
+            .observe(&obs, &current, POOL, &self.stats, &self.handle);
+        self.index += 1;
+    }
+
+    fn nworkers(&self) -> usize {
+        self.handle.current().nworkers
+    }
+}
+
+#[test]
+fn the_workers_tunlet_proposes_the_models_optimum() {
+    let p = fig6(1.0);
+    let mut est = Estimate::default();
+    let obs = measured(0, 4, &p, None);
+    let _ = est.update(&obs, Protocol::Async);
+    let link = est.link.unwrap();
+    assert!((link.mo_ms - 1.0).abs() < 1e-9 && (link.k_ms_per_byte - 0.001).abs() < 1e-12);
+    assert!(est.calibration_ms.abs() < 1e-9, "{}", est.calibration_ms);
+    let curve = model::sweep(&p, Protocol::Async, 1..=60).unwrap();
+    let mcmc = model::mcmc(&p, Protocol::Async).unwrap();
+    let range = workers::Range { lo: 1, hi: 60 };
+    for (objective, expected) in [
+        (Objective::Index, curve.capped(mcmc).best_index().workers),
+        (Objective::Time, curve.capped(mcmc).best_time().workers),
+    ] {
+        let proposal = workers::propose(&est, &obs, 4, range, objective, Protocol::Async).unwrap();
+        assert_eq!(proposal.change, Change::Nworkers(expected), "{objective}");
+        let predicted = model::iteration_time(&p, expected, Protocol::Async).unwrap();
+        assert!((proposal.predicted_ms - predicted).abs() < 1e-6);
+    }
+    // The paper's numbers: Pi at 23 workers, Tt at 40.
+    assert_eq!(curve.best_index().workers, 23);
+    // At the optimum there is nothing to propose.
+    let at_optimum = measured(1, 23, &p, None);
+    let _ = est.update(&at_optimum, Protocol::Async);
+    assert!(
+        workers::propose(
+            &est,
+            &at_optimum,
+            23,
+            range,
+            Objective::Index,
+            Protocol::Async
+        )
+        .is_none()
+    );
+}
+
+#[test]
+fn the_workers_tunlet_stays_within_its_range_and_the_mcmc() {
+    // Cheap work, costly messages: the master saturates at 2 workers.
+    let p = Params {
+        tc_ms: 100.0,
+        volume_bytes: 1e6,
+        alpha: 0.9,
+        mo_ms: 0.5,
+        k_ms_per_byte: 1e-4,
+        lm_ms: 0.0,
+    };
+    let mut est = Estimate::default();
+    let obs = measured(0, 1, &p, None);
+    let _ = est.update(&obs, Protocol::Async);
+    let range = workers::Range { lo: 1, hi: 32 };
+    let proposal = workers::propose(&est, &obs, 1, range, Objective::Time, Protocol::Async);
+    assert!(
+        proposal.as_ref().is_none_or(|p| p.to <= 2.0),
+        "{proposal:?}"
+    );
+    let p = fig6(1.0);
+    let obs = measured(0, 4, &p, None);
+    let mut est = Estimate::default();
+    let _ = est.update(&obs, Protocol::Async);
+    let narrow = workers::Range { lo: 2, hi: 10 };
+    let proposal =
+        workers::propose(&est, &obs, 4, narrow, Objective::Index, Protocol::Async).unwrap();
+    assert_eq!(proposal.change, Change::Nworkers(10));
+}
+
+#[test]
+fn a_persistent_proposal_is_applied_after_persistence_iterations() {
+    let p = fig6(1.0);
+    let mut h = Harness::new(4, Objective::Index);
+    h.step(|i, n| measured(i, n, &p, None));
+    assert_eq!(h.nworkers(), 4);
+    h.step(|i, n| measured(i, n, &p, None));
+    assert!(
+        h.decisions.is_empty(),
+        "nothing applies before the boundary"
+    );
+    h.step(|i, n| measured(i, n, &p, None));
+    assert_eq!(h.nworkers(), 23, "{:?}", h.decisions);
+    let d = &h.decisions[0];
+    assert_eq!((d.iteration, d.tunable.as_str()), (2, "nworkers"));
+    assert!(
+        d.reason.starts_with("balanced model: Pi(23)"),
+        "{}",
+        d.reason
+    );
+    assert!(d.reason.contains("held 2 iterations"), "{}", d.reason);
+    let predicted = model::iteration_time(&p, 23, Protocol::Async).unwrap();
+    assert!((d.predicted_ms.unwrap() - predicted).abs() < 1e-6);
+    assert_eq!(d.details["model"]["mcmc"], 41);
+    // Kept: the new time is what the model said.
+    for _ in 0..6 {
+        h.step(|i, n| measured(i, n, &p, None));
+    }
+    assert_eq!(h.decisions.len(), 1, "{:?}", h.decisions);
+    let prediction = h.tuner.predict(1600, 23).unwrap();
+    assert!((prediction - predicted).abs() / predicted < 1e-6);
+}
+
+#[test]
+fn a_transient_spike_does_not_trigger_a_change() {
+    let (quiet, spike) = (fig6(1.0), fig6(3.0));
+    let mut h = Harness::new(23, Objective::Index);
+    for i in 0..10 {
+        let p = if i == 4 { spike } else { quiet };
+        h.step(|i, n| measured(i, n, &p, None));
+    }
+    assert!(h.decisions.is_empty(), "{:?}", h.decisions);
+    assert_eq!(h.nworkers(), 23);
+}
+
+#[test]
+fn a_persistent_change_of_load_does() {
+    let (quiet, loaded) = (fig6(1.0), fig6(3.0));
+    let mut h = Harness::new(23, Objective::Index);
+    for i in 0..8 {
+        let p = if i >= 3 { loaded } else { quiet };
+        h.step(|i, n| measured(i, n, &p, None));
+    }
+    let expected = model::sweep(&loaded, Protocol::Async, 1..=60)
+        .unwrap()
+        .capped(model::mcmc(&loaded, Protocol::Async).unwrap())
+        .best_index()
+        .workers;
+    assert!(expected > 23);
+    assert_eq!(h.decisions.len(), 1, "{:?}", h.decisions);
+    assert_eq!(
+        h.decisions[0].iteration, 5,
+        "held during iterations 3 and 4"
+    );
+    assert_eq!(h.nworkers(), expected);
+}
+
+#[test]
+fn a_change_that_made_things_worse_is_rolled_back_and_not_retried() {
+    let p = fig6(1.0);
+    let before = model::iteration_time(&p, 4, Protocol::Async).unwrap();
+    // The system is not what the model says: more workers make it slower.
+    let real = move |i: usize, n: usize| {
+        let time = if n == 4 { before } else { before * 1.5 };
+        measured(i, n, &p, Some(time))
+    };
+    let mut h = Harness::new(4, Objective::Index);
+    for _ in 0..3 {
+        h.step(real);
+    }
+    assert_eq!(h.nworkers(), 23, "{:?}", h.decisions);
+    // Two iterations at 23 are watched, then undone.
+    for _ in 0..3 {
+        h.step(real);
+    }
+    assert_eq!(h.decisions.len(), 2, "{:?}", h.decisions);
+    let back = &h.decisions[1];
+    assert_eq!((back.iteration, back.to.as_u64()), (4, Some(4)));
+    assert!(back.reason.starts_with("rollback:"), "{}", back.reason);
+    assert!(back.measured_ms.unwrap() > before * 1.4);
+    // The model still prefers 23, but it was tried: no oscillation.
+    for _ in 0..12 {
+        h.step(real);
+    }
+    assert_eq!(h.decisions.len(), 2, "{:?}", h.decisions);
+    assert_eq!(h.nworkers(), 4);
+}
+
+#[test]
+fn hysteresis_lifts_when_conditions_change_a_lot() {
+    let p = fig6(1.0);
+    let before = model::iteration_time(&p, 4, Protocol::Async).unwrap();
+    let mut h = Harness::new(4, Objective::Index);
+    let worse = move |i: usize, n: usize| {
+        let time = if n == 4 { before } else { before * 1.5 };
+        measured(i, n, &p, Some(time))
+    };
+    for _ in 0..6 {
+        h.step(worse);
+    }
+    assert_eq!(h.decisions.len(), 2);
+    // Tasks now take three times as long, and the model is right again.
+    let loaded = fig6(3.0);
+    for _ in 0..4 {
+        h.step(|i, n| measured(i, n, &loaded, None));
+    }
+    assert_eq!(h.decisions.len(), 3, "{:?}", h.decisions);
+    assert!(h.nworkers() > 4);
+}
+
+#[test]
+fn external_changes_hold_the_tunable_until_released() {
+    let p = fig6(1.0);
+    let mut h = Harness::new(4, Objective::Index);
+    h.handle
+        .request_why(
+            Change::Nworkers(8),
+            crate::tunables::Why::plain(crate::tunables::Source::External, "external"),
+        )
+        .unwrap();
+    for _ in 0..6 {
+        h.step(|i, n| measured(i, n, &p, None));
+    }
+    assert_eq!(h.nworkers(), 8);
+    assert_eq!(h.decisions.len(), 1);
+    assert_eq!(h.decisions[0].reason, "external");
+    h.handle.release("nworkers").unwrap();
+    for _ in 0..3 {
+        h.step(|i, n| measured(i, n, &p, None));
+    }
+    assert_eq!(h.nworkers(), 23, "{:?}", h.decisions);
+}
+
+#[test]
+fn tuning_off_measures_and_predicts_but_changes_nothing() {
+    let p = fig6(1.0);
+    let mut h = Harness::new(4, Objective::Index);
+    h.tuner.config.mode = TuneMode::Off;
+    assert_eq!(h.tuner.predict(1600, 4), None, "nothing measured yet");
+    for _ in 0..6 {
+        h.step(|i, n| measured(i, n, &p, None));
+    }
+    assert!(h.decisions.is_empty());
+    let predicted = model::iteration_time(&p, 4, Protocol::Async).unwrap();
+    assert!((h.tuner.predict(1600, 4).unwrap() - predicted).abs() < 1e-6);
+}
+
+#[test]
+fn the_factor_tunlet_simulates_candidates() {
+    let stats = TaskStats::new(POOL);
+    let setting = |factor: f64| factor::Setting {
+        tasks: 400,
+        workers: 4,
+        factor,
+        policy: PolicyName::Factoring,
+        min_chunk: 1,
+        protocol: Protocol::Async,
+        stats: &stats,
+    };
+    // Identical workers, regular tasks, costly messages: the fewest chunks win.
+    let p = Params {
+        tc_ms: 400.0,
+        volume_bytes: 4000.0,
+        alpha: 0.5,
+        mo_ms: 0.5,
+        k_ms_per_byte: 0.0,
+        lm_ms: 0.0,
+    };
+    let mut obs = measured(0, 4, &p, None);
+    obs.facts.tasks = 400;
+    let mut est = Estimate::default();
+    let _ = est.update(&obs, Protocol::Async);
+    let proposal = factor::propose(&est, &obs, &setting(0.2)).unwrap();
+    assert_eq!(proposal.change, Change::Factor(1.0));
+    assert!(proposal.gain > 0.0);
+    assert!(factor::propose(&est, &obs, &setting(1.0)).is_none());
+    // One worker four times slower: big first chunks would wait for it.
+    let slow = obs.worker_tasks[0];
+    obs.worker_tasks[0] = Moments::from_sums(slow.count(), slow.sum() * 4.0, slow.sum_sq() * 16.0);
+    let _ = est.update(&obs, Protocol::Async);
+    let proposal = factor::propose(&est, &obs, &setting(1.0)).unwrap();
+    assert!(proposal.to < 1.0, "{proposal:?}");
+    // Policies without a factor are left alone.
+    let daf = factor::Setting {
+        policy: PolicyName::Daf,
+        ..setting(0.5)
+    };
+    assert!(factor::propose(&est, &obs, &daf).is_none());
+}
+
+#[test]
+fn the_simulation_matches_the_obvious_cases() {
+    use simulate::{SimWorker, Spec, simulate};
+    let stats = TaskStats::new(4);
+    let workers = [SimWorker {
+        mean_ms: 1.0,
+        sd_ms: 0.0,
+    }; 4];
+    let spec = Spec {
+        tasks: 100,
+        workers: &workers,
+        policy: PolicyName::Static,
+        factor: 0.5,
+        min_chunk: 1,
+        stats: &stats,
+        protocol: Protocol::Sync,
+        mo_ms: 0.0,
+        k_ms_per_byte: 0.0,
+        task_bytes: 0.0,
+        result_bytes: 0.0,
+        shared_bytes: 0.0,
+        recover_ms_per_task: 0.0,
+        serial_ms: 2.0,
+    };
+    // 25 tasks each, no communication: 25 ms, plus the master's serial work.
+    assert!((simulate(&spec, 1, 3) - 27.0).abs() < 1e-9);
+    // Sync sends of 1 ms each: the last worker starts 4 ms late (shared parts are empty but
+    // still cost a start-up each: 4 more).
+    let costly = Spec {
+        mo_ms: 1.0,
+        ..spec.clone()
+    };
+    let t = simulate(&costly, 1, 3);
+    assert!((t - (8.0 + 25.0 + 1.0 + 2.0)).abs() < 1e-9, "{t}");
+    // Deviation costs time on average (the slowest chunk decides), and the same seed gives the
+    // same answer.
+    let noisy_workers = [SimWorker {
+        mean_ms: 1.0,
+        sd_ms: 0.5,
+    }; 4];
+    let noisy = Spec {
+        workers: &noisy_workers,
+        ..spec.clone()
+    };
+    let a = simulate(&noisy, 9, 8);
+    assert!(a > 27.0);
+    assert_eq!(a, simulate(&noisy, 9, 8));
+}
+
+#[test]
+fn scores_compare_iterations_of_different_sizes() {
+    let p = fig6(1.0);
+    let obs = measured(0, 4, &p, None);
+    let mut bigger = obs.clone();
+    bigger.facts.tasks *= 2;
+    bigger.facts.time_ms *= 2.0;
+    bigger.tc_ms *= 2.0;
+    for objective in [Objective::Time, Objective::Index] {
+        let (a, b) = (score(&obs, objective), score(&bigger, objective));
+        assert!((a - b).abs() < 1e-12 * a, "{objective}: {a} vs {b}");
+    }
+}
