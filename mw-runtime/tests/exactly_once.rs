@@ -3,7 +3,7 @@
 #![allow(clippy::unwrap_used)]
 
 use mw_runtime::prelude::*;
-use mw_runtime::{ErrorKind, PolicyName, RunConfig, RunMetrics};
+use mw_runtime::{ErrorKind, PolicyName, RunConfig, RunMetrics, TuneMode, TuningConfig};
 use proptest::prelude::*;
 
 mod common;
@@ -40,8 +40,14 @@ proptest! {
         policy in policies(),
         protocol in protocols(),
         factor in prop::sample::select(vec![0.1, 0.5, 1.0]),
+        tune in prop::sample::select(vec![TuneMode::Off, TuneMode::On]),
     ) {
-        let metrics = run(&scenario, &config(pool, policy, protocol, factor)).unwrap();
+        // With tuning on, the tuner may change nworkers and factor between iterations too.
+        let config = RunConfig {
+            tuning: TuningConfig { mode: tune, persistence: 1, ..TuningConfig::default() },
+            ..config(pool, policy, protocol, factor)
+        };
+        let metrics = run(&scenario, &config).unwrap();
         prop_assert_eq!(metrics.iterations.len(), scenario.iterations.len());
         let mut healthy = pool;
         for (it, tasks) in metrics.iterations.iter().zip(&scenario.iterations) {
