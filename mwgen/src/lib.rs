@@ -8,6 +8,7 @@ use std::io::Write;
 
 use clap::{Parser, Subcommand};
 
+pub mod ctl;
 pub mod error;
 pub mod model;
 
@@ -28,6 +29,9 @@ pub enum Command {
     /// index for each number of workers, the best number by time and by index, and the MCMC
     #[command(long_about = model::LONG_ABOUT)]
     Model(model::ModelArgs),
+    /// Read and set the tunables of a running program through its control endpoint
+    #[command(long_about = ctl::LONG_ABOUT)]
+    Ctl(ctl::CtlArgs),
 }
 
 /// Runs the parsed command, writing its output to `out`.
@@ -37,6 +41,7 @@ pub enum Command {
 pub fn run(cli: Cli, out: &mut dyn Write) -> Result<(), CliError> {
     match cli.command {
         Command::Model(args) => model::run(&args, out),
+        Command::Ctl(args) => ctl::run(&args, out),
     }
 }
 
