@@ -439,8 +439,9 @@ where
             chunks: round.chunk_sizes.len(),
             time_ms: ms(elapsed),
         };
-        let obs = round.probe.observe(facts);
+        // Deriving the measurements counts as the tuner's time too.
         let tuning_started = Instant::now();
+        let obs = round.probe.observe(facts);
         let current = self.tunables.current();
         let healthy = self.healthy.iter().filter(|&&h| h).count();
         self.tuner

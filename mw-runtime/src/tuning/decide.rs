@@ -32,10 +32,34 @@ pub(crate) struct Proposal {
     pub sensitivity: f64,
     /// The model's iteration time with the proposed value, in ms.
     pub predicted_ms: f64,
-    /// The model's one-line account.
-    pub reason: String,
+    /// The inputs and the model's numbers, rendered only when the proposal is acted on.
+    pub explanation: Explanation,
+}
+
+/// Why a tunlet proposes what it does: numbers, so that a proposal costs no formatting unless
+/// it becomes a decision.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Explanation {
+    Workers(super::workers::Account),
+    Factor(super::factor::Account),
+}
+
+impl Explanation {
+    /// The one-line account logged as the decision's reason.
+    pub fn reason(&self) -> String {
+        match self {
+            Explanation::Workers(a) => a.reason(),
+            Explanation::Factor(a) => a.reason(),
+        }
+    }
+
     /// Inputs and model numbers, for the metrics.
-    pub details: serde_json::Value,
+    pub fn details(&self) -> serde_json::Value {
+        match self {
+            Explanation::Workers(a) => a.details(),
+            Explanation::Factor(a) => a.details(),
+        }
+    }
 }
 
 /// The state of an application at a moment: if it moves a lot, old hysteresis no longer holds.

@@ -3,8 +3,8 @@
 
 use serde_json::json;
 
-use super::decide::Proposal;
-use super::estimate::Estimate;
+use super::decide::{Explanation, Proposal};
+use super::estimate::{Estimate, Inputs};
 use super::simulate::{SimWorker, Spec, simulate};
 use crate::config::Protocol;
 use crate::measure::{Observation, TaskStats};
@@ -87,7 +87,7 @@ pub(crate) fn propose(est: &Estimate, obs: &Observation, s: &Setting<'_>) -> Opt
     // then the larger.
     for &f in CANDIDATES.iter().rev() {
         let t = simulated_time(est, s, f, seed);
-        simulated.push(json!({"factor": f, "time_ms": t}));
+        simulated.push((f, t));
         if t < best.1 {
             best = (f, t);
         }
@@ -103,31 +103,17 @@ pub(crate) fn propose(est: &Estimate, obs: &Observation, s: &Setting<'_>) -> Opt
         .predict(s.tasks, s.workers, s.protocol)
         .unwrap_or(obs.facts.time_ms);
     let predicted_ms = (base + time - now).max(0.0);
-    let (mo, k) = est.link.map_or((0.0, 0.0), |l| (l.mo_ms, l.k_ms_per_byte));
-    let reason = format!(
-        "simulation: factor {factor} → {time:.2} ms vs {} → {now:.2} ms ({} candidates, {} \
-         workers, μ {:.3} ms, σ {:.3} ms, mo {mo:.4} ms, k {k:.3e} ms/B)",
-        s.factor,
-        CANDIDATES.len(),
-        s.workers,
-        est.now.task_ms,
-        est.now.task_sd_ms,
-    );
-    let details = json!({
-        "tunlet": "factor",
-        "policy": s.policy.as_str(),
-        "inputs": {
-            "tasks": s.tasks,
-            "workers": s.workers,
-            "task_mean_ms": est.now.task_ms,
-            "task_stddev_ms": est.now.task_sd_ms,
-            "mo_ms": mo,
-            "k_ms_per_byte": k,
-            "recover_ms_per_task": est.now.recover_per_task_ms,
-        },
-        "simulated": simulated,
-        "current": {"factor": s.factor, "time_ms": now},
-    });
+    let account = Account {
+        policy: s.policy,
+        tasks: s.tasks,
+        workers: s.workers,
+        inputs: est.now,
+        mo_ms: est.link.map_or(0.0, |l| l.mo_ms),
+        k_ms_per_byte: est.link.map_or(0.0, |l| l.k_ms_per_byte),
+        simulated,
+        current: (s.factor, now),
+        best: (factor, time),
+    };
     Some(Proposal {
         change: Change::Factor(factor),
         from: s.factor,
@@ -135,7 +121,63 @@ pub(crate) fn propose(est: &Estimate, obs: &Observation, s: &Setting<'_>) -> Opt
         gain,
         sensitivity: 1.0,
         predicted_ms,
-        reason,
-        details,
+        explanation: Explanation::Factor(account),
     })
+}
+
+/// The numbers behind a proposal of the factor tunlet.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Account {
+    policy: PolicyName,
+    tasks: usize,
+    workers: usize,
+    inputs: Inputs,
+    mo_ms: f64,
+    k_ms_per_byte: f64,
+    /// (factor, simulated ms) for every candidate.
+    simulated: Vec<(f64, f64)>,
+    current: (f64, f64),
+    best: (f64, f64),
+}
+
+impl Account {
+    pub fn reason(&self) -> String {
+        format!(
+            "simulation: factor {} → {:.2} ms vs {} → {:.2} ms ({} candidates, {} workers, \
+             μ {:.3} ms, σ {:.3} ms, mo {:.4} ms, k {:.3e} ms/B)",
+            self.best.0,
+            self.best.1,
+            self.current.0,
+            self.current.1,
+            self.simulated.len(),
+            self.workers,
+            self.inputs.task_ms,
+            self.inputs.task_sd_ms,
+            self.mo_ms,
+            self.k_ms_per_byte,
+        )
+    }
+
+    pub fn details(&self) -> serde_json::Value {
+        let simulated: Vec<_> = self
+            .simulated
+            .iter()
+            .map(|&(f, t)| json!({"factor": f, "time_ms": t}))
+            .collect();
+        json!({
+            "tunlet": "factor",
+            "policy": self.policy.as_str(),
+            "inputs": {
+                "tasks": self.tasks,
+                "workers": self.workers,
+                "task_mean_ms": self.inputs.task_ms,
+                "task_stddev_ms": self.inputs.task_sd_ms,
+                "mo_ms": self.mo_ms,
+                "k_ms_per_byte": self.k_ms_per_byte,
+                "recover_ms_per_task": self.inputs.recover_per_task_ms,
+            },
+            "simulated": simulated,
+            "current": {"factor": self.current.0, "time_ms": self.current.1},
+        })
+    }
 }

@@ -194,13 +194,13 @@ impl Tuner {
             source: Source::Tuner,
             reason: format!(
                 "{}; held {streak} iterations, predicted gain {:.0}% > threshold {:.0}%",
-                proposal.reason,
+                proposal.explanation.reason(),
                 proposal.gain * 100.0,
                 threshold * 100.0
             ),
             predicted_ms: Some(proposal.predicted_ms),
             measured_ms: Some(obs.facts.time_ms),
-            details: proposal.details.clone(),
+            details: proposal.explanation.details(),
         };
         if handle.request_tuned(proposal.change.clone(), why) {
             self.calibration_before = self.estimate.calibration_ms;

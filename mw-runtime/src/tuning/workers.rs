@@ -2,8 +2,8 @@
 
 use serde_json::json;
 
-use super::decide::Proposal;
-use super::estimate::Estimate;
+use super::decide::{Explanation, Proposal};
+use super::estimate::{Estimate, Inputs};
 use crate::config::{Objective, Protocol};
 use crate::measure::Observation;
 use crate::model::balance::quality_bound;
@@ -97,63 +97,32 @@ pub(crate) fn propose(
         return None;
     }
     let now = point(current)?;
-    let (gain, sensitivity, what) = match objective {
-        Objective::Index => (
-            1.0 - best.pi / now.pi,
-            2.0,
-            format!(
-                "Pi({target}) = {:.3} < Pi({current}) = {:.3}",
-                best.pi, now.pi
-            ),
-        ),
-        Objective::Time => (
-            1.0 - best.time_ms / now.time_ms,
-            1.0,
-            format!(
-                "Tt({target}) = {:.2} ms < Tt({current}) = {:.2} ms",
-                best.time_ms, now.time_ms
-            ),
-        ),
+    let (gain, sensitivity) = match objective {
+        Objective::Index => (1.0 - best.pi / now.pi, 2.0),
+        Objective::Time => (1.0 - best.time_ms / now.time_ms, 1.0),
     };
     if !(gain.is_finite() && gain > 0.0) {
         return None;
     }
-    let (k, mcmc_text) = (
-        est.link.map_or(0.0, |l| l.k_ms_per_byte),
-        mcmc.map_or("none".to_owned(), |m| m.to_string()),
-    );
-    let reason = format!(
-        "{} model: {what}; Tt {:.2} → {:.2} ms; Tc {tc:.1} ms, mo {mo:.4} ms, k {k:.3e} ms/B, \
-         MCMC {mcmc_text}, Q {imbalance:.2} ≤ {allowance:.2}",
-        variant.name(),
-        now.time_ms,
-        best.time_ms,
-    );
-    let details = json!({
-        "tunlet": "workers",
-        "objective": objective.to_string(),
-        "variant": variant.name(),
-        "inputs": {
-            "tasks": tasks,
-            "tc_ms": tc,
-            "task_mean_ms": est.now.task_ms,
-            "task_stddev_ms": est.now.task_sd_ms,
-            "mo_ms": mo,
-            "k_ms_per_byte": k,
-            "lm_ms": est.now.lm_ms(tasks),
-            "calibration_ms": est.calibration_ms,
-            "shared_bytes": est.shared_bytes,
-            "imbalance": obs.distribution_imbalance(),
-            "imbalance_beyond_model": imbalance,
-            "imbalance_bound": bound,
-        },
-        "model": {
-            "mcmc": mcmc,
-            "range": [lo, hi],
-            "current": {"workers": current, "time_ms": now.time_ms, "pi": now.pi},
-            "proposed": {"workers": target, "time_ms": best.time_ms, "pi": best.pi},
-        },
-    });
+    let account = Account {
+        variant: variant.name(),
+        objective,
+        tasks,
+        tc_ms: tc,
+        inputs: est.now,
+        mo_ms: mo,
+        k_ms_per_byte: est.link.map_or(0.0, |l| l.k_ms_per_byte),
+        calibration_ms: est.calibration_ms,
+        shared_bytes: est.shared_bytes,
+        measured_imbalance: obs.distribution_imbalance(),
+        imbalance,
+        bound,
+        allowance,
+        mcmc,
+        range: (lo, hi),
+        now,
+        best,
+    };
     Some(Proposal {
         change: Change::Nworkers(target),
         from: current as f64,
@@ -161,7 +130,85 @@ pub(crate) fn propose(
         gain,
         sensitivity,
         predicted_ms: best.time_ms,
-        reason,
-        details,
+        explanation: Explanation::Workers(account),
     })
+}
+
+/// The numbers behind a proposal of the workers tunlet.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Account {
+    variant: &'static str,
+    objective: Objective,
+    tasks: usize,
+    tc_ms: f64,
+    inputs: Inputs,
+    mo_ms: f64,
+    k_ms_per_byte: f64,
+    calibration_ms: f64,
+    shared_bytes: f64,
+    measured_imbalance: f64,
+    imbalance: f64,
+    bound: f64,
+    allowance: f64,
+    mcmc: Option<usize>,
+    range: (usize, usize),
+    now: Point,
+    best: Point,
+}
+
+impl Account {
+    pub fn reason(&self) -> String {
+        let (now, best) = (self.now, self.best);
+        let what = match self.objective {
+            Objective::Index => format!(
+                "Pi({}) = {:.3} < Pi({}) = {:.3}",
+                best.workers, best.pi, now.workers, now.pi
+            ),
+            Objective::Time => format!(
+                "Tt({}) = {:.2} ms < Tt({}) = {:.2} ms",
+                best.workers, best.time_ms, now.workers, now.time_ms
+            ),
+        };
+        format!(
+            "{} model: {what}; Tt {:.2} → {:.2} ms; Tc {:.1} ms, mo {:.4} ms, k {:.3e} ms/B, \
+             MCMC {}, Q {:.2} ≤ {:.2}",
+            self.variant,
+            now.time_ms,
+            best.time_ms,
+            self.tc_ms,
+            self.mo_ms,
+            self.k_ms_per_byte,
+            self.mcmc.map_or("none".to_owned(), |m| m.to_string()),
+            self.imbalance,
+            self.allowance,
+        )
+    }
+
+    pub fn details(&self) -> serde_json::Value {
+        json!({
+            "tunlet": "workers",
+            "objective": self.objective.to_string(),
+            "variant": self.variant,
+            "inputs": {
+                "tasks": self.tasks,
+                "tc_ms": self.tc_ms,
+                "task_mean_ms": self.inputs.task_ms,
+                "task_stddev_ms": self.inputs.task_sd_ms,
+                "mo_ms": self.mo_ms,
+                "k_ms_per_byte": self.k_ms_per_byte,
+                "lm_ms": self.inputs.lm_ms(self.tasks),
+                "calibration_ms": self.calibration_ms,
+                "shared_bytes": self.shared_bytes,
+                "imbalance": self.measured_imbalance,
+                "imbalance_beyond_model": self.imbalance,
+                "imbalance_bound": self.bound,
+            },
+            "model": {
+                "mcmc": self.mcmc,
+                "range": [self.range.0, self.range.1],
+                "current": {"workers": self.now.workers, "time_ms": self.now.time_ms, "pi": self.now.pi},
+                "proposed": {"workers": self.best.workers, "time_ms": self.best.time_ms, "pi": self.best.pi},
+            },
+        })
+    }
 }
