@@ -2,12 +2,12 @@
 //! pooled and per worker, and for every chunk the bytes it moved and the time its trip took
 //! beyond its processing.
 //!
-//! The master records, per iteration, in a [`Probe`]: the entry time of every send with its
+//! The master records, per iteration, in a `Probe`: the entry time of every send with its
 //! encoded size, the time each answer is received with its size, the processing time the worker
 //! reports for the chunk (`busy`) and its per-task moments, and the time the master spends in
 //! `partition`, `recover` and `end_iteration` (`λm`). From these it derives an
-//! [`Observation`]: `Tt`, `Tc`, `V`, `α`, `λm`, μ and σ pooled and per worker, the imbalance `Q`,
-//! and one [`Transfer`] per chunk — `receive − send entry − processing` — from which the tuner
+//! `Observation`: `Tt`, `Tc`, `V`, `α`, `λm`, μ and σ pooled and per worker, the imbalance `Q`,
+//! and one `Transfer` per chunk — `receive − send entry − processing` — from which the tuner
 //! estimates `mo` and `k` by least squares. Recording costs two clock reads and a few additions
 //! per chunk.
 

@@ -209,10 +209,10 @@ impl Decider {
         })
     }
 
-    /// The gain a proposal must promise: twice the noise, at least [`MIN_GAIN`], scaled by how
+    /// The gain a proposal must promise: the noise, at least [`MIN_GAIN`], scaled by how
     /// strongly the objective amplifies noise.
     pub fn threshold(&self, sensitivity: f64) -> f64 {
-        (2.0 * self.noise()).max(MIN_GAIN) * sensitivity
+        self.noise().max(MIN_GAIN) * sensitivity
     }
 
     /// Counts a proposal (or its absence, `None`) for `tunable`; returns how many iterations in
@@ -316,7 +316,7 @@ impl Decider {
         let n = trial.scores.len() as f64;
         let after = trial.scores.iter().sum::<f64>() / n;
         let measured_ms = trial.times.iter().sum::<f64>() / trial.times.len().max(1) as f64;
-        let limit = trial.baseline * (1.0 + (2.0 * trial.noise).max(MIN_GAIN) * trial.sensitivity);
+        let limit = trial.baseline * (1.0 + trial.noise.max(MIN_GAIN) * trial.sensitivity);
         let Some(trial) = self.trial.take() else {
             return Verdict::Watching;
         };

@@ -1,12 +1,12 @@
 //! The in-process tuner (the papers' MATE analyzer, DESIGN §7) and the external control
 //! endpoint.
 //!
-//! At every iteration boundary the engine hands the tuner the iteration's [`Observation`]
-//! (measure points, see [`crate::measure`]). The tuner folds it into a smoothed [`Estimate`] of
+//! At every iteration boundary the engine hands the tuner the iteration's `Observation`
+//! (measure points, see [`crate::measure`]). The tuner folds it into a smoothed `Estimate` of
 //! the model's inputs, judges the change it made last (kept or rolled back), and asks its two
-//! tunlets for proposals: [`factor`] simulates the next iteration for candidate factors,
-//! [`workers`] evaluates the performance model over the range of worker counts. A proposal
-//! becomes a change only through the [`decide`] rules: persistence, a gain above noise,
+//! tunlets for proposals: `factor` simulates the next iteration for candidate factors,
+//! `workers` evaluates the performance model over the range of worker counts. A proposal
+//! becomes a change only through the `decide` rules: persistence, a gain above noise,
 //! hysteresis. Changes are requested through the [`TunablesHandle`], so they take effect at the
 //! next boundary like any other, and are logged as decisions with their reason.
 //!
