@@ -26,8 +26,13 @@ fn text(output: &Output) -> (String, String) {
     )
 }
 
-/// Makes project `name` in `dir` with `args`, builds it and returns its binary.
+/// Makes project `name` in `dir` with `args`, builds it and returns its binary and cargo's
+/// warnings.
 fn build(dir: &Path, name: &str, args: &[&str]) -> (PathBuf, String) {
+    build_with(dir, name, args, &[])
+}
+
+fn build_with(dir: &Path, name: &str, args: &[&str], cargo_args: &[&str]) -> (PathBuf, String) {
     cargo_bin_cmd!("mwgen")
         .current_dir(dir)
         .args(["new", name])
@@ -55,6 +60,7 @@ fn build(dir: &Path, name: &str, args: &[&str]) -> (PathBuf, String) {
     let output = Command::new(cargo)
         .current_dir(&project)
         .args(["build", "--quiet"])
+        .args(cargo_args)
         .env("CARGO_TARGET_DIR", &target)
         .env_remove("CARGO_MANIFEST_DIR")
         .output()
@@ -153,6 +159,36 @@ fn generated_projects_build_and_run() {
     let stdout = run(&binary, &dir.path().join("mwgen-e2e-calc"), &[]);
     assert!(
         stdout.contains("result of task 0: Result { value: None, seen: false }"),
+        "{stdout}"
+    );
+}
+
+/// The example built with the `mpi` feature runs under `mpirun`: rank 0 masters, the others
+/// work. Needs an MPI library and libclang, and compiles rsmpi, so it is left out of the default
+/// run: `cargo test -p mwgen --test new_e2e -- --ignored`.
+#[test]
+#[ignore = "needs MPI; builds rsmpi"]
+fn the_example_runs_under_mpirun() {
+    let dir = tempfile::tempdir().unwrap();
+    let name = "mwgen-e2e-mpi";
+    let (binary, _) = build_with(dir.path(), name, &[], &["--features", "mpi"]);
+    let output = Command::new("mpirun")
+        .args(["--oversubscribe", "-np", "3"])
+        .arg(&binary)
+        .args(["--iterations", "2"])
+        .current_dir(dir.path().join(name))
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .output()
+        .unwrap();
+    let (stdout, stderr) = text(&output);
+    assert!(output.status.success(), "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("checked in each of 2 iterations"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("on 2 of 2 workers (mpi backend)"),
         "{stdout}"
     );
 }
