@@ -220,10 +220,6 @@ fn given_messages<'a>(
     template: &'a Template,
 ) -> Result<Option<(Input<'a>, bool)>, CliError> {
     let name = template.name;
-    let any = args.task.is_some()
-        || args.result.is_some()
-        || args.shared.is_some()
-        || args.structs.is_some();
     if let (Some(path), Some(text)) = (&args.structs, structs_text) {
         if template.manifest.messages == MessageTypes::Fixed {
             return Err(fixed(name));
@@ -258,7 +254,7 @@ fn given_messages<'a>(
         )),
         (None, None) => match (&template.manifest.defaults, template.manifest.messages) {
             (_, MessageTypes::Fixed) => Ok(None),
-            (Some(defaults), MessageTypes::Optional) if !any => {
+            (Some(defaults), MessageTypes::Optional) => {
                 let input = Input::Defs {
                     task: &defaults.task,
                     result: &defaults.result,
@@ -726,6 +722,60 @@ mod tests {
             dependency_path(runtime, Path::new("/home/me/fire")),
             "/src/mwgen/mw-runtime"
         );
+    }
+
+    fn args(task: Option<&str>, result: Option<&str>) -> NewArgs {
+        NewArgs {
+            name: "fire".into(),
+            task: task.map(Into::into),
+            result: result.map(Into::into),
+            shared: None,
+            structs: None,
+            template: "blank".into(),
+            path: None,
+            force: false,
+            runtime_path: None,
+        }
+    }
+
+    fn template(messages: MessageTypes) -> Template {
+        Template {
+            name: "other",
+            manifest: template::Manifest {
+                description: String::new(),
+                messages,
+                defaults: None,
+            },
+        }
+    }
+
+    #[test]
+    fn templates_say_which_messages_they_take() {
+        let none = args(None, None);
+        let given = args(Some("struct A;"), Some("struct B;"));
+
+        let required = template(MessageTypes::Required);
+        let error = given_messages(&none, None, &required)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.contains("template `other` needs the message types"),
+            "{error}"
+        );
+        assert!(given_messages(&given, None, &required).unwrap().is_some());
+
+        let fixed = template(MessageTypes::Fixed);
+        assert!(given_messages(&none, None, &fixed).unwrap().is_none());
+        let error = given_messages(&given, None, &fixed)
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("has message types of its own"), "{error}");
+
+        let blank = Template::load("blank").unwrap();
+        let (_, example) = given_messages(&none, None, &blank).unwrap().unwrap();
+        assert!(example);
+        let (_, example) = given_messages(&given, None, &blank).unwrap().unwrap();
+        assert!(!example);
     }
 
     #[test]

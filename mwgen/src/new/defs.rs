@@ -135,6 +135,9 @@ struct Def {
     span: Span,
 }
 
+/// A parsed input: the role its first type plays (for a definition), and its items.
+type Parsed = (Option<Role>, syn::File);
+
 /// Reads, checks and rewrites the message types.
 ///
 /// # Errors
@@ -143,7 +146,7 @@ struct Def {
 /// type, or a type that has no finite value.
 pub(crate) fn read(input: Input<'_>) -> Result<Messages, CliError> {
     let mut sources = Vec::new();
-    let mut files = Vec::new();
+    let mut files: Vec<Parsed> = Vec::new();
     match input {
         Input::Defs {
             task,
@@ -169,7 +172,63 @@ pub(crate) fn read(input: Input<'_>) -> Result<Messages, CliError> {
         }
     }
 
-    // Every struct and enum, by name.
+    let defs = definitions(&files, &sources)?;
+    let known: BTreeSet<String> = defs.iter().map(|d| d.name.clone()).collect();
+    let shapes = shapes(&files, &sources, &known)?;
+    let [task, result, shared] = roles(&files, &sources, &known)?;
+    let (Some(task), Some(result)) = (task, result) else {
+        return Err(CliError::usage(
+            "no task or result type",
+            "give both `--in` and `--out`",
+        ));
+    };
+
+    // Every role needs a value the generated hooks can build.
+    let copy_types: BTreeSet<String> = files
+        .iter()
+        .flat_map(|(_, f)| &f.items)
+        .filter(|item| derives(item_attrs(item)).iter().any(|d| d == "Copy"))
+        .filter_map(item_name)
+        .collect();
+    let values = types::Values::new(&shapes, &copy_types);
+    for name in [Some(&task), Some(&result), shared.as_ref()]
+        .into_iter()
+        .flatten()
+    {
+        if !values.finite(name) {
+            let def = defs.iter().find(|d| &d.name == name);
+            let (source, span) = match def {
+                Some(def) => (&sources[def.source], def.span),
+                None => (&sources[0], Span::call_site()),
+            };
+            return Err(source.error(
+                span,
+                format!("a value of `{name}` never ends: every way to build one holds another"),
+                "no finite value",
+                "make the recursion optional, e.g. `Option<Box<T>>` or `Vec<T>` instead of \
+                 `Box<T>`, or add a variant without it",
+            ));
+        }
+    }
+
+    let items = files
+        .into_iter()
+        .flat_map(|(_, file)| file.items)
+        .filter_map(rewrite)
+        .collect();
+    Ok(Messages {
+        items,
+        task,
+        result,
+        shared,
+        shapes,
+        copy_types,
+    })
+}
+
+/// Every struct and enum of the inputs: no name twice, none reserved, none generic; a
+/// definition holds nothing else.
+fn definitions(files: &[Parsed], sources: &[Source]) -> Result<Vec<Def>, CliError> {
     let mut defs: Vec<Def> = Vec::new();
     for (index, (role, file)) in files.iter().enumerate() {
         let source = &sources[index];
@@ -241,9 +300,15 @@ pub(crate) fn read(input: Input<'_>) -> Result<Messages, CliError> {
             });
         }
     }
-    let known: BTreeSet<String> = defs.iter().map(|d| d.name.clone()).collect();
+    Ok(defs)
+}
 
-    // Field types, with every unsupported one reported at once.
+/// The shape of every user type; every field type `Message` cannot send is reported at once.
+fn shapes(
+    files: &[Parsed],
+    sources: &[Source],
+    known: &BTreeSet<String>,
+) -> Result<BTreeMap<String, Shape>, CliError> {
     let mut shapes = BTreeMap::new();
     let mut problems = Vec::new();
     for (index, (_, file)) in files.iter().enumerate() {
@@ -251,7 +316,7 @@ pub(crate) fn read(input: Input<'_>) -> Result<Messages, CliError> {
             let (name, shape) = match item {
                 Item::Struct(s) => {
                     let scope = Scope {
-                        known: &known,
+                        known,
                         self_name: &s.ident.to_string(),
                     };
                     let fields = read_fields(&s.fields, &s.ident.to_string(), scope, &mut |p| {
@@ -262,7 +327,7 @@ pub(crate) fn read(input: Input<'_>) -> Result<Messages, CliError> {
                 Item::Enum(e) => {
                     let name = e.ident.to_string();
                     let scope = Scope {
-                        known: &known,
+                        known,
                         self_name: &name,
                     };
                     let variants = e
@@ -314,107 +379,65 @@ pub(crate) fn read(input: Input<'_>) -> Result<Messages, CliError> {
         };
         return Err(CliError::usage(message, help));
     }
+    Ok(shapes)
+}
 
-    // Which type plays which role.
+/// The types playing the task, result and shared roles: the first type of each definition, or
+/// in a file the marked types, else those named `Task`, `Result`, `Shared`.
+fn roles(
+    files: &[Parsed],
+    sources: &[Source],
+    known: &BTreeSet<String>,
+) -> Result<[Option<String>; 3], CliError> {
     let mut roles: [Option<String>; 3] = [None, None, None];
-    match input {
-        Input::Defs { .. } => {
-            for (role, file) in &files {
-                let first = file.items.iter().find_map(item_name);
-                if let (Some(role), Some(name)) = (role, first) {
-                    roles[*role as usize] = Some(name);
-                }
+    let [(None, file)] = files else {
+        for (role, file) in files {
+            let first = file.items.iter().find_map(item_name);
+            if let (Some(role), Some(name)) = (role, first) {
+                roles[*role as usize] = Some(name);
             }
         }
-        Input::File { .. } => {
-            let source = &sources[0];
-            for item in &files[0].1.items {
-                let Some(name) = item_name(item) else {
-                    continue;
-                };
-                for (role, span) in markers(item_attrs(item), source)? {
-                    if let Some(other) = &roles[role as usize] {
-                        return Err(source.error(
-                            span,
-                            format!("two types are marked `#[mw({})]`", role.marker()),
-                            format!("`{other}` is marked too"),
-                            format!("mark one type with `#[mw({})]`", role.marker()),
-                        ));
-                    }
-                    roles[role as usize] = Some(name.clone());
-                }
+        return Ok(roles);
+    };
+    let source = &sources[0];
+    for item in &file.items {
+        let Some(name) = item_name(item) else {
+            continue;
+        };
+        for (role, span) in markers(item_attrs(item), source)? {
+            if let Some(other) = &roles[role as usize] {
+                return Err(source.error(
+                    span,
+                    format!("two types are marked `#[mw({})]`", role.marker()),
+                    format!("`{other}` is marked too"),
+                    format!("mark one type with `#[mw({})]`", role.marker()),
+                ));
             }
-            for role in Role::ALL {
-                if roles[role as usize].is_none() && known.contains(role.default_name()) {
-                    roles[role as usize] = Some(role.default_name().to_owned());
-                }
-            }
-            for role in [Role::Task, Role::Result] {
-                if roles[role as usize].is_none() {
-                    return Err(CliError::usage(
-                        format!(
-                            "`{}` has no {} type: no type is marked `#[mw({})]` or named `{}`",
-                            source.label(),
-                            role.marker(),
-                            role.marker(),
-                            role.default_name()
-                        ),
-                        "mark the type workers receive with `#[mw(task)]` and the one they \
-                         send back with `#[mw(result)]` (and the data every worker gets once \
-                         per iteration, if any, with `#[mw(shared)]`)",
-                    ));
-                }
-            }
+            roles[role as usize] = Some(name.clone());
         }
     }
-    let [Some(task), Some(result), shared] = roles else {
-        return Err(CliError::usage(
-            "no task or result type",
-            "give both `--in` and `--out`",
-        ));
-    };
-
-    // Every role needs a value the generated hooks can build.
-    let copy_types: BTreeSet<String> = files
-        .iter()
-        .flat_map(|(_, f)| &f.items)
-        .filter(|item| derives(item_attrs(item)).iter().any(|d| d == "Copy"))
-        .filter_map(item_name)
-        .collect();
-    let values = types::Values::new(&shapes, &copy_types);
-    for name in [Some(&task), Some(&result), shared.as_ref()]
-        .into_iter()
-        .flatten()
-    {
-        if !values.finite(name) {
-            let def = defs.iter().find(|d| &d.name == name);
-            let (source, span) = match def {
-                Some(def) => (&sources[def.source], def.span),
-                None => (&sources[0], Span::call_site()),
-            };
-            return Err(source.error(
-                span,
-                format!("a value of `{name}` never ends: every way to build one holds another"),
-                "no finite value",
-                "make the recursion optional, e.g. `Option<Box<T>>` or `Vec<T>` instead of \
-                 `Box<T>`, or add a variant without it",
+    for role in Role::ALL {
+        if roles[role as usize].is_none() && known.contains(role.default_name()) {
+            roles[role as usize] = Some(role.default_name().to_owned());
+        }
+    }
+    for role in [Role::Task, Role::Result] {
+        if roles[role as usize].is_none() {
+            return Err(CliError::usage(
+                format!(
+                    "`{}` has no {} type: no type is marked `#[mw({})]` or named `{}`",
+                    source.label(),
+                    role.marker(),
+                    role.marker(),
+                    role.default_name()
+                ),
+                "mark the type workers receive with `#[mw(task)]` and the one they \
+                 send back with `#[mw(result)]` (and the data every worker gets once \
+                 per iteration, if any, with `#[mw(shared)]`)",
             ));
         }
     }
-
-    let items = files
-        .into_iter()
-        .flat_map(|(_, file)| file.items)
-        .filter_map(rewrite)
-        .collect();
-    Ok(Messages {
-        items,
-        task,
-        result,
-        shared,
-        shapes,
-        copy_types,
-    })
+    Ok(roles)
 }
 
 fn parse(source: &Source) -> Result<syn::File, CliError> {
