@@ -56,10 +56,10 @@ impl fmt::Display for Protocol {
 #[derive(Debug, Clone, Default, Args)]
 #[command(next_help_heading = "Runtime")]
 pub struct RunArgs {
-    /// Workers taking part at the start (`nworkers`) [default: the pool]
+    /// Workers taking part at the start (`nworkers`) [default: one per core, at most the pool; under MPI the pool]
     #[arg(long, value_name = "N", value_parser = parse_count)]
     pub workers: Option<usize>,
-    /// Workers started, the most that can take part [default: --workers, else one per core; under MPI the launched ranks]
+    /// Workers started, the most that can take part [default: with nworkers tuned, room to grow (4 per core, at least 16); else --workers, else one per core; under MPI the launched ranks]
     #[arg(long, value_name = "N", value_parser = parse_count)]
     pub max_workers: Option<usize>,
     /// Task distribution policy [default: daf]
@@ -170,9 +170,10 @@ impl ConfigFile {
 /// The settings of a run after `Mw.toml` and flags are merged and checked.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RunConfig {
-    /// Workers taking part at the start; `None`: the whole pool.
+    /// Workers taking part at the start; `None`: one per core on the local backend (at most the
+    /// pool), the whole pool under MPI.
     pub workers: Option<usize>,
-    /// Workers started (the pool); `None`: `workers`, else one per core on the local backend.
+    /// Workers started (the pool); `None`: see [`RunConfig::local_pool`] for the local backend.
     /// Under MPI the pool is the launched ranks but one.
     pub max_workers: Option<usize>,
     pub policy: PolicyName,
