@@ -347,6 +347,14 @@ impl Decider {
         }
     }
 
+    /// A change asked for at the last boundary that did not take effect (another request for
+    /// the same tunable won, or the value was already in force) is not watched.
+    pub fn drop_unapplied(&mut self) {
+        if self.trial.as_ref().is_some_and(|t| !t.applied) {
+            self.trial = None;
+        }
+    }
+
     /// Something else changed `tunable` (the application, an operator): stop watching it.
     pub fn abandon(&mut self, tunable: &str) {
         if self.trial.as_ref().is_some_and(|t| t.tunable == tunable) {

@@ -110,6 +110,7 @@ impl Tuner {
         stats: &TaskStats,
         handle: &TunablesHandle,
     ) {
+        self.decider.drop_unapplied();
         let residual = self.estimate.update(obs, self.protocol);
         let score = score(obs, self.config.objective);
         self.decider.scored(score, obs.facts.time_ms, residual);
