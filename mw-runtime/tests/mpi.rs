@@ -120,7 +120,7 @@ fn main() {
     let outcome = mw_runtime::run_config(
         &config,
         || Checker::new(&all_fail),
-        || Sleeper::always_panicking(),
+        Sleeper::always_panicking,
     );
     if rank == 0 {
         match outcome {

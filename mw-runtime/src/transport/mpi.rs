@@ -32,7 +32,8 @@ const FINISHED: Tag = 14;
 /// A worker could not decode what the master sent: the run cannot go on.
 const FATAL: Tag = 15;
 
-/// Waits between probes: spin (yielding the core) for `spin`, then sleep, doubling up to `max`.
+/// Waits between probes: busy for the first microseconds (answers on a node come back that
+/// fast), then yielding the core until `spin` has passed, then sleeping, doubling up to `max`.
 struct Backoff {
     started: Instant,
     spin: Duration,
@@ -40,18 +41,24 @@ struct Backoff {
     max: Duration,
 }
 
+/// How long a probe loop stays busy before it starts yielding the core.
+const BUSY: Duration = Duration::from_micros(20);
+
 impl Backoff {
     fn new(spin: Duration, max: Duration) -> Self {
         Backoff {
             started: Instant::now(),
             spin,
-            sleep: Duration::from_micros(20),
+            sleep: Duration::from_micros(10),
             max,
         }
     }
 
     fn wait(&mut self) {
-        if self.started.elapsed() < self.spin {
+        let waited = self.started.elapsed();
+        if waited < BUSY.min(self.spin) {
+            std::hint::spin_loop();
+        } else if waited < self.spin {
             std::thread::yield_now();
         } else {
             std::thread::sleep(self.sleep);
@@ -102,6 +109,12 @@ impl<S> MpiMaster<S> {
         }
         let queued = std::mem::take(&mut self.queued);
         let world = &self.world;
+        if let [(rank, tag, bytes)] = &queued[..] {
+            // One message: a standard send completes as soon as the buffer is reusable, which is
+            // what posting and waiting would do, for less.
+            world.process_at_rank(*rank).send_with_tag(&bytes[..], *tag);
+            return;
+        }
         mpi::request::scope(|scope| {
             let requests: Vec<_> = queued
                 .iter()
@@ -157,7 +170,7 @@ impl<T: Message, S: Message, R: Message> MasterLink<T, S, R> for MpiMaster<S> {
 
     fn recv(&mut self) -> Result<(usize, FromWorker<T, R>)> {
         self.flush();
-        let backoff = Backoff::new(Duration::from_millis(1), Duration::from_micros(500));
+        let backoff = Backoff::new(Duration::from_micros(200), Duration::from_micros(100));
         let (bytes, rank, tag) = receive(&self.world.any_process(), backoff);
         let worker = (rank - 1) as usize;
         let message = match tag {
@@ -214,7 +227,7 @@ impl<T, R> MpiWorker<T, R> {
 impl<T: Message, S: Message, R: Message> WorkerLink<T, S, R> for MpiWorker<T, R> {
     fn recv(&mut self) -> Option<ToWorker<T, S>> {
         let backoff = if self.expecting {
-            Backoff::new(Duration::from_millis(2), Duration::from_millis(2))
+            Backoff::new(Duration::from_millis(1), Duration::from_millis(1))
         } else {
             // Parked: nothing is due, so sleep right away (up to 5 ms between probes).
             Backoff::new(Duration::ZERO, Duration::from_millis(5))
