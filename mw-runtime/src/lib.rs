@@ -68,7 +68,9 @@ pub mod measure;
 pub mod metrics;
 pub mod model;
 pub mod policy;
+mod progress;
 mod run;
+mod summary;
 mod transport;
 pub mod tunables;
 

@@ -75,6 +75,9 @@ pub struct RunArgs {
     /// Write run metrics as JSON to this file when the run ends
     #[arg(long, value_name = "PATH")]
     pub metrics: Option<PathBuf>,
+    /// No progress line and no summary at the end of the run
+    #[arg(long)]
+    pub quiet: bool,
     /// Configuration file [default: Mw.toml if present]
     #[arg(long, value_name = "PATH")]
     pub config: Option<PathBuf>,
@@ -112,6 +115,7 @@ pub struct RunSection {
     pub protocol: Option<Protocol>,
     pub backend: Option<BackendChoice>,
     pub metrics: Option<PathBuf>,
+    pub quiet: Option<bool>,
 }
 
 /// `Mw.toml`: the run defaults of a project, plus the answers `mwgen new` was given (kept in
@@ -168,6 +172,8 @@ pub struct RunConfig {
     pub protocol: Protocol,
     pub backend: BackendChoice,
     pub metrics: Option<PathBuf>,
+    /// No progress line, no summary.
+    pub quiet: bool,
 }
 
 impl Default for RunConfig {
@@ -181,6 +187,7 @@ impl Default for RunConfig {
             protocol: Protocol::Async,
             backend: BackendChoice::Auto,
             metrics: None,
+            quiet: false,
         }
     }
 }
@@ -218,6 +225,7 @@ impl RunConfig {
             protocol: args.protocol.or(file.protocol).unwrap_or(defaults.protocol),
             backend: args.backend.or(file.backend).unwrap_or(defaults.backend),
             metrics: args.metrics.clone().or_else(|| file.metrics.clone()),
+            quiet: args.quiet || file.quiet.unwrap_or(defaults.quiet),
         };
         config.validate()?;
         Ok(config)

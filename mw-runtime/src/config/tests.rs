@@ -91,3 +91,24 @@ fn flags_are_checked_by_clap() {
     assert_eq!(ok.run.workers, Some(2));
     assert_eq!(ok.run.protocol, Some(Protocol::Sync));
 }
+
+#[test]
+fn quiet_comes_from_the_flag_or_the_file() {
+    let file = ConfigFile::parse("[run]\nquiet = true\n").unwrap();
+    let config = RunConfig::merge(&file.run, &RunArgs::default()).unwrap();
+    assert!(config.quiet);
+    let args = RunArgs {
+        quiet: true,
+        ..RunArgs::default()
+    };
+    assert!(
+        RunConfig::merge(&RunSection::default(), &args)
+            .unwrap()
+            .quiet
+    );
+    assert!(
+        !RunConfig::merge(&RunSection::default(), &RunArgs::default())
+            .unwrap()
+            .quiet
+    );
+}

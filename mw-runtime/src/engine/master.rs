@@ -12,6 +12,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::measure::TaskStats;
 use crate::metrics::{Failure, IterationMetrics, RunMetrics};
 use crate::policy::{Ask, Plan, Policy, PolicyName};
+use crate::progress::Progress;
 use crate::transport::{Chunk, Done, Failed, FromWorker, MasterLink, ToWorker};
 use crate::tunables::TunablesHandle;
 
@@ -50,10 +51,12 @@ where
             decisions: Vec::new(),
             failures: Vec::new(),
         },
+        progress: Progress::new(config.quiet),
     };
     engine.metrics.backend = engine.link.backend().to_owned();
     let outcome = engine.await_ready().and_then(|()| engine.run());
     let shutdown = engine.shutdown();
+    engine.progress.finish();
     outcome?;
     shutdown?;
     engine.master.final_work()?;
@@ -73,6 +76,8 @@ struct Engine<'a, M: Master, L> {
     stats: TaskStats,
     next_chunk_id: u64,
     metrics: RunMetrics,
+    /// The progress line on a terminal.
+    progress: Progress,
 }
 
 /// A chunk out at a worker.
@@ -116,8 +121,10 @@ where
             backend: self.link.backend(),
             protocol: self.config.protocol,
             tunables: self.tunables.clone(),
+            iterations: None,
         };
         let master_init = self.master.initialize(&mut setup);
+        self.progress.expect_iterations(setup.iterations);
         let mut errors = Vec::new();
         for _ in 0..pool {
             match self.link.recv()? {
@@ -188,6 +195,7 @@ where
         }
         let pool = self.link.pool();
         let tasks = work.tasks.len();
+        self.progress.iteration_begins(it, tasks);
         let shared_bytes = work.shared.encoded_len() as u64;
         let mut round = Round::<M> {
             index: it.index,
@@ -229,6 +237,7 @@ where
                 (worker, FromWorker::Done(done)) => {
                     let recovered = self.recover(&mut round, worker, done, &mut master_time)?;
                     outstanding -= recovered;
+                    self.progress.tasks_done(recovered);
                     self.dispatch(&mut round, worker)?;
                 }
                 (worker, FromWorker::Failed(failed)) => {
@@ -247,6 +256,7 @@ where
         let flow = self.master.end_iteration(it);
         master_time += closing.elapsed();
         self.record(it, round, tasks, started.elapsed(), master_time);
+        self.progress.iteration_ends();
         Ok(Some(flow))
     }
 
