@@ -162,7 +162,7 @@ impl Line {
         bar.set_position(position.min(length));
         bar.set_prefix(prefix);
         bar.set_message(message);
-        bar.tick();
+        bar.force_draw();
     }
 
     fn prefix(&self) -> String {
