@@ -71,6 +71,7 @@ pub mod policy;
 mod progress;
 mod run;
 mod summary;
+mod trace;
 mod transport;
 pub mod tunables;
 

@@ -145,6 +145,7 @@ where
     if let Some(metrics) = metrics.as_ref().filter(|_| !config.quiet) {
         let written = summary::Written {
             metrics: config.metrics.as_deref(),
+            trace: config.trace.as_deref(),
         };
         summary::print(metrics, &written);
     }

@@ -5,7 +5,7 @@
 //! mw: final tunables: nworkers 3, factor 0.50, policy daf
 //! mw: 1 decision: iteration 12 nworkers 4 → 3 (Pi lowest at 3 workers)
 //! mw: no failures
-//! mw: metrics in `run.json`
+//! mw: metrics in `run.json`, trace in `run.trace.json`
 //! ```
 
 use std::fmt::Write as _;
@@ -21,6 +21,7 @@ const LISTED: usize = 3;
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct Written<'a> {
     pub metrics: Option<&'a Path>,
+    pub trace: Option<&'a Path>,
 }
 
 /// Prints the summary of `metrics` on the standard error.
@@ -104,6 +105,9 @@ pub(crate) fn render(metrics: &RunMetrics, written: &Written<'_>) -> String {
     let mut files = Vec::new();
     if let Some(path) = written.metrics {
         files.push(format!("metrics in `{}`", path.display()));
+    }
+    if let Some(path) = written.trace {
+        files.push(format!("trace in `{}`", path.display()));
     }
     if !files.is_empty() {
         let _ = writeln!(out, "mw: {}", files.join(", "));
@@ -204,6 +208,7 @@ mod tests {
         });
         let written = Written {
             metrics: Some(Path::new("m.json")),
+            trace: Some(Path::new("t.json")),
         };
         let text = render(&metrics, &written);
         let lines: Vec<&str> = text.lines().collect();
@@ -217,7 +222,7 @@ mod tests {
             lines[3],
             "mw: 1 failed chunk re-run elsewhere: worker 2 on tasks 10..=14 of iteration 3 (boom)"
         );
-        assert_eq!(lines[4], "mw: metrics in `m.json`");
+        assert_eq!(lines[4], "mw: metrics in `m.json`, trace in `t.json`");
     }
 
     #[test]

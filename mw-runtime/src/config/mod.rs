@@ -75,6 +75,12 @@ pub struct RunArgs {
     /// Write run metrics as JSON to this file when the run ends
     #[arg(long, value_name = "PATH")]
     pub metrics: Option<PathBuf>,
+    /// Write a Chrome trace-event JSON of the run to this file (open it in Perfetto or chrome://tracing)
+    #[arg(long, value_name = "PATH")]
+    pub trace: Option<PathBuf>,
+    /// Events the trace keeps; a longer run keeps its beginning, plus counters and decisions for all of it [default: 1000000]
+    #[arg(long, value_name = "EVENTS")]
+    pub trace_limit: Option<usize>,
     /// No progress line and no summary at the end of the run
     #[arg(long)]
     pub quiet: bool,
@@ -115,6 +121,8 @@ pub struct RunSection {
     pub protocol: Option<Protocol>,
     pub backend: Option<BackendChoice>,
     pub metrics: Option<PathBuf>,
+    pub trace: Option<PathBuf>,
+    pub trace_limit: Option<usize>,
     pub quiet: Option<bool>,
 }
 
@@ -172,6 +180,10 @@ pub struct RunConfig {
     pub protocol: Protocol,
     pub backend: BackendChoice,
     pub metrics: Option<PathBuf>,
+    /// Where to write the Chrome trace of the run; `None`: no trace is recorded.
+    pub trace: Option<PathBuf>,
+    /// Events the trace keeps at most (slices and arrow ends).
+    pub trace_limit: usize,
     /// No progress line, no summary.
     pub quiet: bool,
 }
@@ -187,6 +199,8 @@ impl Default for RunConfig {
             protocol: Protocol::Async,
             backend: BackendChoice::Auto,
             metrics: None,
+            trace: None,
+            trace_limit: crate::trace::DEFAULT_LIMIT,
             quiet: false,
         }
     }
@@ -225,6 +239,11 @@ impl RunConfig {
             protocol: args.protocol.or(file.protocol).unwrap_or(defaults.protocol),
             backend: args.backend.or(file.backend).unwrap_or(defaults.backend),
             metrics: args.metrics.clone().or_else(|| file.metrics.clone()),
+            trace: args.trace.clone().or_else(|| file.trace.clone()),
+            trace_limit: args
+                .trace_limit
+                .or(file.trace_limit)
+                .unwrap_or(defaults.trace_limit),
             quiet: args.quiet || file.quiet.unwrap_or(defaults.quiet),
         };
         config.validate()?;

@@ -112,3 +112,19 @@ fn quiet_comes_from_the_flag_or_the_file() {
             .quiet
     );
 }
+
+#[test]
+fn the_trace_comes_from_the_flags_or_the_file() {
+    let file = ConfigFile::parse("[run]\ntrace = \"run.trace.json\"\ntrace_limit = 50\n").unwrap();
+    let config = RunConfig::merge(&file.run, &RunArgs::default()).unwrap();
+    assert_eq!(config.trace.as_deref(), Some(Path::new("run.trace.json")));
+    assert_eq!(config.trace_limit, 50);
+    let args = RunArgs {
+        trace: Some("other.json".into()),
+        ..RunArgs::default()
+    };
+    let config = RunConfig::merge(&file.run, &args).unwrap();
+    assert_eq!(config.trace.as_deref(), Some(Path::new("other.json")));
+    let config = RunConfig::merge(&RunSection::default(), &RunArgs::default()).unwrap();
+    assert_eq!((config.trace, config.trace_limit), (None, 1_000_000));
+}

@@ -13,6 +13,7 @@ use crate::measure::TaskStats;
 use crate::metrics::{Failure, IterationMetrics, RunMetrics};
 use crate::policy::{Ask, Plan, Policy, PolicyName};
 use crate::progress::Progress;
+use crate::trace::{MasterWork, Trace};
 use crate::transport::{Chunk, Done, Failed, FromWorker, MasterLink, ToWorker};
 use crate::tunables::TunablesHandle;
 
@@ -51,16 +52,24 @@ where
             decisions: Vec::new(),
             failures: Vec::new(),
         },
+        trace: match config.trace {
+            Some(_) => Trace::new(pool, config.trace_limit),
+            None => Trace::off(),
+        },
         progress: Progress::new(config.quiet),
     };
     engine.metrics.backend = engine.link.backend().to_owned();
     let outcome = engine.await_ready().and_then(|()| engine.run());
     let shutdown = engine.shutdown();
     engine.progress.finish();
-    outcome?;
-    shutdown?;
-    engine.master.final_work()?;
+    let outcome = outcome
+        .and(shutdown)
+        .and_then(|()| engine.master.final_work());
     engine.metrics.total_ms = ms(started.elapsed());
+    // The trace is written even when the run failed: that is when it is most wanted.
+    let traced = engine.write_trace(outcome.is_ok());
+    outcome?;
+    traced?;
     Ok(engine.metrics)
 }
 
@@ -76,6 +85,8 @@ struct Engine<'a, M: Master, L> {
     stats: TaskStats,
     next_chunk_id: u64,
     metrics: RunMetrics,
+    /// `--trace`: what happened when, written when the run ends.
+    trace: Trace,
     /// The progress line on a terminal.
     progress: Progress,
 }
@@ -188,8 +199,10 @@ where
     /// Runs one iteration; `None` when `partition` returned no tasks.
     fn iteration(&mut self, it: &Iteration) -> Result<Option<Flow>> {
         let started = Instant::now();
+        self.trace.iteration_begins(it.index);
         let work = self.master.partition(it);
         let mut master_time = started.elapsed();
+        self.trace.master(started, MasterWork::Partition);
         if work.tasks.is_empty() {
             return Ok(None);
         }
@@ -233,7 +246,10 @@ where
 
         let mut outstanding = tasks;
         while outstanding > 0 {
-            match self.link.recv()? {
+            let waiting = self.trace.mark();
+            let (worker, message) = self.link.recv()?;
+            self.trace.received(waiting, worker, &message);
+            match (worker, message) {
                 (worker, FromWorker::Done(done)) => {
                     let recovered = self.recover(&mut round, worker, done, &mut master_time)?;
                     outstanding -= recovered;
@@ -255,7 +271,9 @@ where
         let closing = Instant::now();
         let flow = self.master.end_iteration(it);
         master_time += closing.elapsed();
+        self.trace.master(closing, MasterWork::EndIteration);
         self.record(it, round, tasks, started.elapsed(), master_time);
+        self.trace.iteration_ends(it.index, started);
         self.progress.iteration_ends();
         Ok(Some(flow))
     }
@@ -264,8 +282,12 @@ where
     fn activate(&mut self, round: &mut Round<M>, worker: usize) -> Result<()> {
         round.active[worker] = true;
         round.bytes_to += round.shared_bytes;
-        self.link
-            .send(worker, ToWorker::Shared(Arc::clone(&round.shared)))
+        let sending = self.trace.mark();
+        let sent = self
+            .link
+            .send(worker, ToWorker::Shared(Arc::clone(&round.shared)));
+        self.trace.shared_sent(sending, worker);
+        sent
     }
 
     /// Gives `worker` its next chunk: a failed worker's chunk first, else a new one cut by the
@@ -301,7 +323,10 @@ where
             first,
             len: chunk.tasks.len(),
         });
-        self.link.send(worker, ToWorker::Chunk(chunk))
+        let (id, len, sending) = (chunk.id, chunk.tasks.len(), self.trace.mark());
+        let sent = self.link.send(worker, ToWorker::Chunk(chunk));
+        self.trace.chunk_sent(sending, worker, id, len);
+        sent
     }
 
     /// Hands a chunk's results to `recover`, one call per task; returns how many.
@@ -331,10 +356,13 @@ where
         self.stats.record(worker, &done.task_ms);
         self.policy.chunk_done(worker, flight.len, busy);
         let started = Instant::now();
+        let recovering = self.trace.mark();
         for (offset, result) in done.results.into_iter().enumerate() {
             self.master.recover(TaskId(flight.first + offset), result);
         }
         *master_time += started.elapsed();
+        self.trace
+            .recovered(recovering, worker, flight.chunk, flight.len);
         Ok(flight.len)
     }
 
@@ -432,6 +460,28 @@ where
             task_mean_ms: pooled.mean(),
             task_stddev_ms: pooled.stddev(),
         });
+    }
+
+    /// Writes `--trace`, if asked for; when the run failed, a failure to write is only a warning.
+    fn write_trace(&self, run_ok: bool) -> Result<()> {
+        let Some(path) = &self.config.trace else {
+            return Ok(());
+        };
+        if self.trace.dropped() > 0 {
+            eprintln!(
+                "warning: the trace holds the beginning of the run, {} events; {} later slices \
+                 were dropped (raise --trace-limit to keep more)",
+                self.config.trace_limit,
+                self.trace.dropped()
+            );
+        }
+        match self.trace.write(path, &self.metrics) {
+            Err(e) if !run_ok => {
+                eprintln!("warning: {e}");
+                Ok(())
+            }
+            written => written,
+        }
     }
 
     /// Tells every worker to stop and waits for each to finish `final_work`.

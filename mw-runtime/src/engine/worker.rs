@@ -99,6 +99,7 @@ fn process<W: Worker>(
             results,
             busy_ns: u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX),
             task_ms,
+            began: Some(started),
         }),
         Err(panic) => FromWorker::Failed(Failed {
             chunk: chunk.id,
