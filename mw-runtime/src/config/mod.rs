@@ -10,6 +10,7 @@ use clap::{Args, ValueEnum};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, ErrorKind, Result};
+use crate::load::{LoadError, LoadPattern};
 use crate::policy::PolicyName;
 use crate::tunables::{Tunables, check_factor};
 
@@ -75,6 +76,16 @@ pub struct RunArgs {
     /// Write run metrics as JSON to this file when the run ends
     #[arg(long, value_name = "PATH")]
     pub metrics: Option<PathBuf>,
+    /// Emulated external load: none, variable, increasing, or ITERATION:WORKERS:PERCENT,... [default: none]
+    ///
+    /// `variable[:PERIOD[:PERCENT]]` (defaults 8 and 75): PERCENT load on the even-numbered
+    /// workers in iterations PERIOD..2·PERIOD, 3·PERIOD..4·PERIOD, ...
+    /// `increasing[:PERIOD[:PERCENT]]`: worker w is loaded from iteration PERIOD·(w+1) on.
+    /// Steps such as `0:0-3:75,8:0-3:0`: workers 0 to 3 at 75 % from iteration 0, at 0 % from
+    /// iteration 8 (WORKERS is `*`, `N` or `N-M`). An emulation: a worker under p % load sleeps
+    /// t·p/(100−p) after each task that took t [default: none]
+    #[arg(long, value_name = "PATTERN", value_parser = parse_load)]
+    pub load: Option<LoadPattern>,
     /// Configuration file [default: Mw.toml if present]
     #[arg(long, value_name = "PATH")]
     pub config: Option<PathBuf>,
@@ -86,6 +97,10 @@ fn parse_count(text: &str) -> std::result::Result<usize, String> {
         Ok(n) => Ok(n),
         Err(_) => Err(format!("`{text}` is not a whole number")),
     }
+}
+
+fn parse_load(text: &str) -> std::result::Result<LoadPattern, LoadError> {
+    text.parse()
 }
 
 fn parse_factor(text: &str) -> std::result::Result<f64, String> {
@@ -112,6 +127,8 @@ pub struct RunSection {
     pub protocol: Option<Protocol>,
     pub backend: Option<BackendChoice>,
     pub metrics: Option<PathBuf>,
+    /// Emulated external load, in the syntax of `--load`.
+    pub load: Option<LoadPattern>,
 }
 
 /// `Mw.toml`: the run defaults of a project, plus the answers `mwgen new` was given (kept in
@@ -168,6 +185,8 @@ pub struct RunConfig {
     pub protocol: Protocol,
     pub backend: BackendChoice,
     pub metrics: Option<PathBuf>,
+    /// Emulated external load on the workers ([`LoadPattern::None`] for none).
+    pub load: LoadPattern,
 }
 
 impl Default for RunConfig {
@@ -181,6 +200,7 @@ impl Default for RunConfig {
             protocol: Protocol::Async,
             backend: BackendChoice::Auto,
             metrics: None,
+            load: LoadPattern::None,
         }
     }
 }
@@ -218,6 +238,11 @@ impl RunConfig {
             protocol: args.protocol.or(file.protocol).unwrap_or(defaults.protocol),
             backend: args.backend.or(file.backend).unwrap_or(defaults.backend),
             metrics: args.metrics.clone().or_else(|| file.metrics.clone()),
+            load: args
+                .load
+                .clone()
+                .or_else(|| file.load.clone())
+                .unwrap_or_default(),
         };
         config.validate()?;
         Ok(config)

@@ -254,8 +254,9 @@ where
     fn activate(&mut self, round: &mut Round<M>, worker: usize) -> Result<()> {
         round.active[worker] = true;
         round.bytes_to += round.shared_bytes;
-        self.link
-            .send(worker, ToWorker::Shared(Arc::clone(&round.shared)))
+        let part = Arc::clone(&round.shared);
+        let iteration = round.index;
+        self.link.send(worker, ToWorker::Shared { iteration, part })
     }
 
     /// Gives `worker` its next chunk: a failed worker's chunk first, else a new one cut by the
