@@ -2,7 +2,7 @@
 //! Euler step of 2-D gravity with softening. Every backend, worker count and policy calls the
 //! same `advance`, in the same order of operations, so results are bit-identical.
 
-use crate::messages::Body;
+use crate::messages::{Body, Range};
 
 /// Gravitational constant.
 pub const G: f64 = 1.0;
@@ -78,6 +78,14 @@ pub fn advance(bodies: &[Body], i: usize) -> Body {
     }
 }
 
+/// The bodies of `range` after one step: a worker's task.
+pub fn advance_range(bodies: &[Body], range: &Range) -> Vec<Body> {
+    let first = range.first as usize;
+    (first..first + range.count as usize)
+        .map(|i| advance(bodies, i))
+        .collect()
+}
+
 /// The plain sequential loop: `steps` steps of every body.
 pub fn simulate(mut bodies: Vec<Body>, steps: usize) -> Vec<Body> {
     for _ in 0..steps {
@@ -128,6 +136,17 @@ mod tests {
                 .iter()
                 .all(|b| (-1.0..1.0).contains(&b.x) && b.m > 0.0)
         );
+    }
+
+    #[test]
+    fn a_range_advances_like_the_whole_step() {
+        let bodies = initial_bodies(97, 3);
+        let one_step = simulate(bodies.clone(), 1);
+        let range = Range {
+            first: 10,
+            count: 7,
+        };
+        assert_eq!(advance_range(&bodies, &range), one_step[10..17]);
     }
 
     #[test]
