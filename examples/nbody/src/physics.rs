@@ -2,6 +2,8 @@
 //! Euler step of 2-D gravity with softening. Every backend, worker count and policy calls the
 //! same `advance`, in the same order of operations, so results are bit-identical.
 
+use rayon::prelude::*;
+
 use crate::messages::{Body, Range};
 
 /// Gravitational constant.
@@ -94,6 +96,18 @@ pub fn simulate(mut bodies: Vec<Body>, steps: usize) -> Vec<Body> {
     bodies
 }
 
+/// The same steps with rayon: each step's bodies advanced by `par_iter` on the current rayon
+/// pool (run it inside `ThreadPool::install` to choose the threads).
+pub fn simulate_rayon(mut bodies: Vec<Body>, steps: usize) -> Vec<Body> {
+    for _ in 0..steps {
+        bodies = (0..bodies.len())
+            .into_par_iter()
+            .map(|i| advance(&bodies, i))
+            .collect();
+    }
+    bodies
+}
+
 /// The output format of the contract: `i,x,y,vx,vy`, each with Rust's `{:e}`.
 pub fn to_csv(bodies: &[Body]) -> String {
     bodies
@@ -139,8 +153,17 @@ mod tests {
     }
 
     #[test]
-    fn a_range_advances_like_the_whole_step() {
+    fn rayon_and_ranges_give_the_sequential_bits() {
         let bodies = initial_bodies(97, 3);
+        let reference = simulate(bodies.clone(), 3);
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(3)
+            .build()
+            .expect("a pool of 3 threads");
+        assert_eq!(
+            pool.install(|| simulate_rayon(bodies.clone(), 3)),
+            reference
+        );
         let one_step = simulate(bodies.clone(), 1);
         let range = Range {
             first: 10,
