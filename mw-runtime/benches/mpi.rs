@@ -139,18 +139,43 @@ fn main() {
     let empty = vec![0u64; 20_000];
     let busy = vec![1000u64; 200 * workers.max(1)];
     let ideal = Duration::from_micros(busy.iter().sum::<u64>() / workers.max(1) as u64);
-    let (mut a_hand, mut a_mw, mut b_hand, mut b_mw) = (vec![], vec![], vec![], vec![]);
+    // `--only a` or `--only b` runs one half (for profiling).
+    let only = std::env::args().skip_while(|a| a != "--only").nth(1);
+    let (run_a, run_b) = match only.as_deref() {
+        Some("a") => (true, false),
+        Some("b") => (false, true),
+        _ => (true, true),
+    };
+    let (mut a_hand, mut a_mw, mut b_hand, mut b_mw) = (vec![1.0], vec![1.0], vec![1.0], vec![1.0]);
+    if run_a || run_b {
+        a_hand.clear();
+        a_mw.clear();
+        b_hand.clear();
+        b_mw.clear();
+    }
     for _ in 0..rounds {
-        let comm = world.duplicate();
-        let t = hand_written(&comm, &empty);
-        a_hand.push(empty.len() as f64 / t.as_secs_f64());
-        let t = runtime(&empty, true);
-        a_mw.push(empty.len() as f64 / t.as_secs_f64());
-        let comm = world.duplicate();
-        let t = hand_written(&comm, &busy);
-        b_hand.push(ideal.as_secs_f64() / t.as_secs_f64());
-        let t = runtime(&busy, false);
-        b_mw.push(ideal.as_secs_f64() / t.as_secs_f64());
+        if !run_a {
+            a_hand.push(1.0);
+            a_mw.push(1.0);
+        }
+        if !run_b {
+            b_hand.push(1.0);
+            b_mw.push(1.0);
+        }
+        if run_a {
+            let comm = world.duplicate();
+            let t = hand_written(&comm, &empty);
+            a_hand.push(empty.len() as f64 / t.as_secs_f64());
+            let t = runtime(&empty, true);
+            a_mw.push(empty.len() as f64 / t.as_secs_f64());
+        }
+        if run_b {
+            let comm = world.duplicate();
+            let t = hand_written(&comm, &busy);
+            b_hand.push(ideal.as_secs_f64() / t.as_secs_f64());
+            let t = runtime(&busy, false);
+            b_mw.push(ideal.as_secs_f64() / t.as_secs_f64());
+        }
     }
     if world.rank() == 0 {
         let (a_hand, a_mw) = (median(a_hand), median(a_mw));
