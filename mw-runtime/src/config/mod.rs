@@ -83,7 +83,7 @@ pub struct RunArgs {
     /// `increasing[:PERIOD[:PERCENT]]`: worker w is loaded from iteration PERIOD·(w+1) on.
     /// Steps such as `0:0-3:75,8:0-3:0`: workers 0 to 3 at 75 % from iteration 0, at 0 % from
     /// iteration 8 (WORKERS is `*`, `N` or `N-M`). An emulation: a worker under p % load sleeps
-    /// t·p/(100−p) after each task that took t [default: none]
+    /// t·p/(100−p) after each task that took t.
     #[arg(long, value_name = "PATTERN", value_parser = parse_load)]
     pub load: Option<LoadPattern>,
     /// Configuration file [default: Mw.toml if present]
