@@ -10,6 +10,7 @@ use clap::{Parser, Subcommand};
 
 pub mod error;
 pub mod model;
+pub mod new;
 
 pub use error::CliError;
 
@@ -28,6 +29,9 @@ pub enum Command {
     /// index for each number of workers, the best number by time and by index, and the MCMC
     #[command(long_about = model::LONG_ABOUT)]
     Model(model::ModelArgs),
+    /// Create a Master/Worker project from the definitions of its messages
+    #[command(long_about = new::LONG_ABOUT)]
+    New(new::NewArgs),
 }
 
 /// Runs the parsed command, writing its output to `out`.
@@ -37,6 +41,7 @@ pub enum Command {
 pub fn run(cli: Cli, out: &mut dyn Write) -> Result<(), CliError> {
     match cli.command {
         Command::Model(args) => model::run(&args, out),
+        Command::New(args) => new::run(&args, out),
     }
 }
 

@@ -1,0 +1,258 @@
+//! `mwgen new` makes the same tree as before, file by file.
+//!
+//! Each case keeps its expected tree in `tests/snapshots/<case>/out/` and, when it reads files,
+//! its inputs in `tests/snapshots/<case>/in/` (copied to the folder the command runs in), as
+//! cargo's own `cargo init` tests do. The command runs beside a stand-in `mw-runtime` folder,
+//! so the generated dependency path is `../mw-runtime` whatever the machine.
+//!
+//! After a deliberate change to the templates, rewrite the expected trees with
+//! `MWGEN_BLESS=1 cargo test -p mwgen --test new_snapshots` and review the diff.
+
+#![allow(clippy::unwrap_used)] // helpers of tests: a failure is a test failure
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use assert_cmd::cargo::cargo_bin_cmd;
+
+fn snapshots() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/snapshots")
+}
+
+/// Every file under `dir`, by `/`-separated relative path.
+fn tree(dir: &Path) -> BTreeMap<String, Vec<u8>> {
+    fn walk(root: &Path, dir: &Path, out: &mut BTreeMap<String, Vec<u8>>) {
+        for entry in fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                walk(root, &path, out);
+            } else {
+                let relative = path.strip_prefix(root).unwrap();
+                let name: Vec<_> = relative
+                    .components()
+                    .map(|c| c.as_os_str().to_string_lossy().into_owned())
+                    .collect();
+                out.insert(name.join("/"), fs::read(&path).unwrap());
+            }
+        }
+    }
+    let mut out = BTreeMap::new();
+    if dir.is_dir() {
+        walk(dir, dir, &mut out);
+    }
+    out
+}
+
+fn write_tree(dir: &Path, files: &BTreeMap<String, Vec<u8>>) {
+    for (name, bytes) in files {
+        let path = dir.join(name);
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        fs::write(path, bytes).unwrap();
+    }
+}
+
+/// A folder with a stand-in runtime and the case's inputs.
+fn workspace(case: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    fs::create_dir(dir.path().join("mw-runtime")).unwrap();
+    fs::write(
+        dir.path().join("mw-runtime/Cargo.toml"),
+        "[package]\nname = \"mw-runtime\"\nversion = \"0.1.0\"\n",
+    )
+    .unwrap();
+    write_tree(dir.path(), &tree(&snapshots().join(case).join("in")));
+    dir
+}
+
+/// Runs `mwgen new ARGS` in the case's folder and compares the project at `project` (relative
+/// to that folder) with `tests/snapshots/<case>/out/`.
+fn check(case: &str, args: &[&str], project: &str) {
+    let dir = workspace(case);
+    cargo_bin_cmd!("mwgen")
+        .current_dir(dir.path())
+        .arg("new")
+        .args(args)
+        .args(["--runtime-path", "mw-runtime"])
+        .assert()
+        .success();
+    let made = tree(&dir.path().join(project));
+    let expected_dir = snapshots().join(case).join("out");
+    if std::env::var_os("MWGEN_BLESS").is_some() {
+        let _ = fs::remove_dir_all(&expected_dir);
+        write_tree(&expected_dir, &made);
+        return;
+    }
+    let expected = tree(&expected_dir);
+    let names = |t: &BTreeMap<String, Vec<u8>>| t.keys().cloned().collect::<Vec<_>>();
+    assert_eq!(
+        names(&made),
+        names(&expected),
+        "case `{case}`: the files differ (MWGEN_BLESS=1 rewrites the snapshot)"
+    );
+    for (name, bytes) in &made {
+        let made = String::from_utf8_lossy(bytes);
+        let expected = String::from_utf8_lossy(&expected[name]);
+        if made != expected {
+            let line = made
+                .lines()
+                .zip(expected.lines())
+                .position(|(a, b)| a != b)
+                .unwrap_or(made.lines().count().min(expected.lines().count()));
+            panic!(
+                "case `{case}`: `{name}` differs from line {} on (MWGEN_BLESS=1 rewrites the \
+                 snapshot)\n--- made:\n{}\n--- expected:\n{}",
+                line + 1,
+                made.lines()
+                    .skip(line)
+                    .take(5)
+                    .collect::<Vec<_>>()
+                    .join("\n"),
+                expected
+                    .lines()
+                    .skip(line)
+                    .take(5)
+                    .collect::<Vec<_>>()
+                    .join("\n"),
+            );
+        }
+    }
+    let runtime = format!(
+        "{}mw-runtime",
+        "../".repeat(Path::new(project).components().count())
+    );
+    well_formed(&dir.path().join(project), &made, &runtime);
+}
+
+/// What every generated project satisfies: the runtime accepts its `Mw.toml`, the Rust files
+/// parse and are formatted as rustfmt would (when rustfmt is installed).
+fn well_formed(project: &Path, files: &BTreeMap<String, Vec<u8>>, runtime: &str) {
+    let mw_toml = String::from_utf8_lossy(&files["Mw.toml"]);
+    mw_runtime::config::ConfigFile::parse(&mw_toml).unwrap();
+    let manifest: toml::Table =
+        toml::from_str(&String::from_utf8_lossy(&files["Cargo.toml"])).expect("Cargo.toml is TOML");
+    assert_eq!(
+        manifest["dependencies"]["mw"]["path"].as_str(),
+        Some(runtime)
+    );
+    let rustfmt = Command::new("rustfmt").arg("--version").output();
+    let has_rustfmt = rustfmt.is_ok_and(|o| o.status.success());
+    for name in files.keys().filter(|n| n.ends_with(".rs")) {
+        let text = String::from_utf8_lossy(&files[name]);
+        syn::parse_file(&text).unwrap_or_else(|e| panic!("`{name}` is not Rust: {e}"));
+        if has_rustfmt {
+            let output = Command::new("rustfmt")
+                .args(["--check", "--edition", "2024"])
+                .arg(project.join(name))
+                .output()
+                .unwrap();
+            assert!(
+                output.status.success(),
+                "`{name}` is not as rustfmt formats it:\n{}",
+                String::from_utf8_lossy(&output.stdout)
+            );
+        }
+    }
+}
+
+/// No message types: the template's example, which sums squares.
+#[test]
+fn example() {
+    check("example", &["sums"], "sums");
+}
+
+/// The task and result of DESIGN §1, on the command line.
+#[test]
+fn in_out() {
+    check(
+        "in_out",
+        &[
+            "fire",
+            "--in",
+            "struct Segment { first: u32, points: Vec<[f64; 2]> }",
+            "--out",
+            "struct Advanced { first: u32, points: Vec<[f64; 2]> }",
+        ],
+        "fire",
+    );
+}
+
+/// Shared data with helper types (an enum that is `Copy`, a struct), a dashed name and a
+/// nested `--path`.
+#[test]
+fn shared() {
+    check(
+        "shared",
+        &[
+            "heat-map",
+            "--path",
+            "apps/heat",
+            "--in",
+            "/// A block of rows.\nstruct Rows { first: u32, count: u32 }",
+            "--out",
+            "struct Block(u32, Vec<f64>);",
+            "--shared",
+            "struct Plate { size: [u32; 2], cells: Vec<f64>, edges: Edges, source: Option<Source> }
+             #[derive(Copy)] enum Edges { Fixed(f64), Insulated }
+             struct Source { at: (u32, u32), power: f64 }",
+        ],
+        "apps/heat",
+    );
+}
+
+/// A `--structs` file: markers, the `Result` name, doc comments, a recursive enum, a skipped
+/// field, a constant and an impl kept as they are.
+#[test]
+fn structs_file() {
+    check(
+        "structs_file",
+        &["calc", "--structs", "messages.rs"],
+        "calc",
+    );
+}
+
+/// `--force` rewrites the template's files and leaves the others alone; without it, nothing
+/// is touched.
+#[test]
+fn force_replaces_only_the_template_files() {
+    let dir = workspace("example");
+    let new = |force: bool| {
+        let mut cmd = cargo_bin_cmd!("mwgen");
+        cmd.current_dir(dir.path())
+            .args(["new", "sums", "--runtime-path", "mw-runtime"]);
+        if force {
+            cmd.arg("--force");
+        }
+        cmd.assert()
+    };
+    new(false).success();
+    let project = dir.path().join("sums");
+    let original = fs::read_to_string(project.join("src/worker.rs")).unwrap();
+    fs::write(project.join("src/worker.rs"), "// changed\n").unwrap();
+    fs::write(project.join("notes.txt"), "mine\n").unwrap();
+
+    let refused = new(false).code(2);
+    let stderr = String::from_utf8_lossy(&refused.get_output().stderr).into_owned();
+    assert!(
+        stderr.contains("error: destination `sums` already exists"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("help: use `--force`"), "{stderr}");
+    assert_eq!(
+        fs::read_to_string(project.join("src/worker.rs")).unwrap(),
+        "// changed\n"
+    );
+
+    let forced = new(true).success();
+    let stdout = String::from_utf8_lossy(&forced.get_output().stdout).into_owned();
+    assert!(stdout.contains("Replaced 8 existing files"), "{stdout}");
+    assert_eq!(
+        fs::read_to_string(project.join("src/worker.rs")).unwrap(),
+        original
+    );
+    assert_eq!(
+        fs::read_to_string(project.join("notes.txt")).unwrap(),
+        "mine\n"
+    );
+}

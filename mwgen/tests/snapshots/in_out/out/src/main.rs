@@ -1,0 +1,48 @@
+//! fire: a Master/Worker program. `master.rs` cuts the work into tasks and collects the
+//! results, `worker.rs` processes tasks, `messages.rs` defines what travels between them.
+
+mod master;
+mod messages;
+mod worker;
+
+use clap::Parser;
+
+use master::Fire;
+use worker::FireWorker;
+
+/// A Master/Worker program: your message types, with hooks to fill in.
+#[derive(Debug, Parser)]
+#[command(version, about)]
+struct Cli {
+    /// Tasks per iteration
+    #[arg(long, value_name = "N", default_value_t = 100)]
+    tasks: usize,
+    /// Iterations; the runtime retunes how work is cut between them
+    #[arg(long, value_name = "N", default_value_t = 3)]
+    iterations: usize,
+    #[command(flatten)]
+    run: mw::RunArgs,
+}
+
+fn main() -> mw::Result<()> {
+    let cli = Cli::parse();
+    let (tasks, iterations) = (cli.tasks, cli.iterations);
+    // The master is built only where it runs: here, or on MPI rank 0.
+    let master = || Fire::new(tasks, iterations);
+    let report = mw::run_with(&cli.run, master, FireWorker::default)?;
+
+    // Only the master has metrics: an MPI worker rank is done.
+    let Some(metrics) = report.metrics() else {
+        return Ok(());
+    };
+    let tasks: usize = metrics.iterations.iter().map(|it| it.tasks).sum();
+    let workers = metrics.iterations.last().map_or(0, |it| it.workers);
+    println!(
+        "fire: {} iterations, {tasks} tasks in {:.1} ms on {workers} of {} workers ({} backend)",
+        metrics.iterations.len(),
+        metrics.total_ms,
+        metrics.pool,
+        metrics.backend,
+    );
+    Ok(())
+}

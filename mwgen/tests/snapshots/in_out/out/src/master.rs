@@ -1,0 +1,71 @@
+//! The master: builds each iteration's tasks and collects the workers' results.
+
+use mw::prelude::*;
+
+use crate::messages::{Advanced, Segment};
+
+/// Runs `iterations` iterations of `tasks` tasks each and keeps the results of the last one.
+#[derive(Debug)]
+pub struct Fire {
+    tasks: usize,
+    iterations: usize,
+    /// The current iteration's results, by task.
+    results: Vec<Option<Advanced>>,
+    /// Results recovered over the whole run.
+    recovered: usize,
+}
+
+impl Fire {
+    pub fn new(tasks: usize, iterations: usize) -> Self {
+        Fire {
+            tasks,
+            iterations,
+            results: Vec::new(),
+            recovered: 0,
+        }
+    }
+}
+
+#[mw::master]
+impl Fire {
+    /// This iteration's tasks. An empty task list ends the run.
+    fn partition(&mut self, iteration: &Iteration) -> Work<(), Segment> {
+        if iteration.index == self.iterations {
+            return Work::done();
+        }
+        self.results = vec![None; self.tasks];
+        Work::tasks((0..self.tasks).map(task).collect())
+    }
+
+    /// Called once per task, in the order the results arrive.
+    ///
+    /// TODO: put the results to use. As generated, they are kept by task.
+    fn recover(&mut self, task: TaskId, result: Advanced) {
+        self.results[task.index()] = Some(result);
+        self.recovered += 1;
+    }
+
+    /// Checks that every task came back, and shows the first result.
+    fn final_work(&mut self) -> mw::Result<()> {
+        let expected = self.tasks * self.iterations;
+        if self.recovered != expected {
+            let recovered = self.recovered;
+            return Err(format!("{recovered} results recovered, expected {expected}").into());
+        }
+        if let Some(Some(first)) = self.results.first() {
+            println!("result of task 0: {first:?}");
+        }
+        Ok(())
+    }
+}
+
+/// Task `index` of an iteration.
+///
+/// TODO: the task's real data. As generated, the index goes in its first number field (if
+/// any) and the other fields are left empty.
+fn task(index: usize) -> Segment {
+    Segment {
+        first: index as u32,
+        points: Vec::new(),
+    }
+}
