@@ -64,6 +64,7 @@ pub mod codec;
 pub mod config;
 mod engine;
 mod error;
+pub mod load;
 pub mod measure;
 pub mod metrics;
 pub mod model;
@@ -79,6 +80,7 @@ pub use app::{Flow, Iteration, Master, Setup, TaskId, Work, Worker, WorkerSetup}
 pub use codec::{DecodeError, Message};
 pub use config::{BackendChoice, Protocol, RunArgs, RunConfig};
 pub use error::{Error, ErrorKind, Result};
+pub use load::LoadPattern;
 pub use metrics::RunMetrics;
 pub use mw_macros::{Message, master, worker};
 pub use policy::PolicyName;

@@ -204,7 +204,7 @@ where
             };
             std::thread::Builder::new()
                 .name(format!("mw-worker-{index}"))
-                .spawn_scoped(scope, move || serve(worker, &setup, &mut end))
+                .spawn_scoped(scope, move || serve(worker, &setup, &config.load, &mut end))
                 .map_err(|e| Error::backend(format!("cannot start worker thread {index}: {e}")))?;
         }
         let mut master = master();

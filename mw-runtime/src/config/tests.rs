@@ -128,3 +128,51 @@ fn the_trace_comes_from_the_flags_or_the_file() {
     let config = RunConfig::merge(&RunSection::default(), &RunArgs::default()).unwrap();
     assert_eq!((config.trace, config.trace_limit), (None, 1_000_000));
 }
+
+#[test]
+fn load_comes_from_the_flag_or_the_file() {
+    use crate::load::LoadPattern;
+    #[derive(clap::Parser, Debug)]
+    struct Cli {
+        #[command(flatten)]
+        run: RunArgs,
+    }
+    use clap::Parser;
+    let file = ConfigFile::parse("[run]\nload = \"increasing:4\"\n").unwrap();
+    let config = RunConfig::merge(&file.run, &RunArgs::default()).unwrap();
+    assert_eq!(
+        config.load,
+        LoadPattern::Increasing {
+            period: 4,
+            percent: 75.0
+        }
+    );
+    let flags = Cli::try_parse_from(["app", "--load", "0:0-3:75,8:0-3:0"]).unwrap();
+    let config = RunConfig::merge(&file.run, &flags.run).unwrap();
+    assert_eq!(config.load.percent(3, 7), 75.0);
+    assert_eq!(config.load.percent(3, 8), 0.0);
+    let config = RunConfig::merge(&RunSection::default(), &RunArgs::default()).unwrap();
+    assert_eq!(config.load, LoadPattern::None);
+}
+
+#[test]
+fn bad_load_patterns_are_refused_with_help() {
+    #[derive(clap::Parser, Debug)]
+    struct Cli {
+        #[command(flatten)]
+        run: RunArgs,
+    }
+    use clap::Parser;
+    let e = Cli::try_parse_from(["app", "--load", "0:0-3:100"])
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("load 100 % is out of range") && e.contains("help:"),
+        "{e}"
+    );
+    let e = ConfigFile::parse("[run]\nworkers = 2\nload = \"sometimes\"\n").unwrap_err();
+    assert!(
+        e.contains("unknown load pattern `sometimes`") && e.contains("line 3"),
+        "{e}"
+    );
+}

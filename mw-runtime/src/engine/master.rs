@@ -282,10 +282,10 @@ where
     fn activate(&mut self, round: &mut Round<M>, worker: usize) -> Result<()> {
         round.active[worker] = true;
         round.bytes_to += round.shared_bytes;
+        let part = Arc::clone(&round.shared);
+        let iteration = round.index;
         let sending = self.trace.mark();
-        let sent = self
-            .link
-            .send(worker, ToWorker::Shared(Arc::clone(&round.shared)));
+        let sent = self.link.send(worker, ToWorker::Shared { iteration, part });
         self.trace.shared_sent(sending, worker);
         sent
     }

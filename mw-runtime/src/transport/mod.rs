@@ -18,8 +18,9 @@ use crate::measure::Moments;
 /// Master → worker.
 #[derive(Debug)]
 pub(crate) enum ToWorker<T, S> {
-    /// The shared part of an iteration; the worker keeps it for the chunks that follow.
-    Shared(Arc<S>),
+    /// The shared part of iteration `iteration`; the worker keeps both for the chunks that
+    /// follow (the index decides the worker's emulated load).
+    Shared { iteration: usize, part: Arc<S> },
     /// Tasks to process.
     Chunk(Chunk<T>),
     /// No more work: run `final_work` and exit.
