@@ -37,6 +37,12 @@ impl NBody {
 
 #[mw::master]
 impl NBody {
+    /// One iteration per step: lets the progress line show i/N and an ETA.
+    fn initialize(&mut self, setup: &mut Setup) -> mw::Result<()> {
+        setup.expect_iterations(self.steps);
+        Ok(())
+    }
+
     fn partition(&mut self, it: &Iteration) -> Work<Bodies, Range> {
         if it.index >= self.steps {
             return Work::done();

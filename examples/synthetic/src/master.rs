@@ -134,6 +134,12 @@ impl SyntheticMaster {
 
 #[mw::master]
 impl SyntheticMaster {
+    /// Lets the progress line show i/N and an ETA.
+    fn initialize(&mut self, setup: &mut Setup) -> mw::Result<()> {
+        setup.expect_iterations(self.settings.iterations);
+        Ok(())
+    }
+
     fn partition(&mut self, it: &Iteration) -> Work<Round, Job> {
         if it.index >= self.settings.iterations {
             return Work::done();
