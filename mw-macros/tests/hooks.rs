@@ -9,6 +9,8 @@ use mw::prelude::*;
 fn local(workers: usize) -> RunArgs {
     RunArgs {
         workers: Some(workers),
+        // A pool of exactly `workers` (with nworkers tuned it would otherwise have room to grow).
+        max_workers: Some(workers),
         backend: Some(BackendChoice::Local),
         ..RunArgs::default()
     }

@@ -167,6 +167,8 @@ pub struct Setup {
     pub(crate) backend: &'static str,
     pub(crate) protocol: Protocol,
     pub(crate) tunables: TunablesHandle,
+    /// Iterations the master expects to run, for the progress line.
+    pub(crate) iterations: Option<usize>,
 }
 
 impl Setup {
@@ -189,6 +191,13 @@ impl Setup {
     /// effect at the next iteration boundary and are logged as decisions.
     pub fn tunables(&self) -> TunablesHandle {
         self.tunables.clone()
+    }
+
+    /// Says how many iterations the run will have, when the master knows (a number of time
+    /// steps, say): the progress line then counts iterations and estimates the time left.
+    /// Only a hint: the run still ends when `partition` returns no tasks.
+    pub fn expect_iterations(&mut self, iterations: usize) {
+        self.iterations = Some(iterations);
     }
 }
 

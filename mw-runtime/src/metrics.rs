@@ -30,7 +30,7 @@ pub struct RunMetrics {
 }
 
 /// One iteration: `partition` → every result recovered → `end_iteration`.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct IterationMetrics {
     pub index: usize,
     /// Workers that took part (`nworkers`, fewer if workers failed).

@@ -8,6 +8,7 @@ use crate::config::{BackendChoice, RunArgs, RunConfig};
 use crate::engine::{master::run_master, worker::serve};
 use crate::error::{Error, Result};
 use crate::metrics::RunMetrics;
+use crate::summary;
 use crate::transport::local;
 
 /// What a finished run leaves: the metrics on the master, nothing on an MPI worker rank.
@@ -141,6 +142,13 @@ where
     if let (Some(metrics), Some(path)) = (&metrics, &config.metrics) {
         metrics.write(path)?;
     }
+    if let Some(metrics) = metrics.as_ref().filter(|_| !config.quiet) {
+        let written = summary::Written {
+            metrics: config.metrics.as_deref(),
+            trace: config.trace.as_deref(),
+        };
+        summary::print(metrics, &written);
+    }
     Ok(Report { metrics })
 }
 
@@ -201,7 +209,7 @@ where
             };
             std::thread::Builder::new()
                 .name(format!("mw-worker-{index}"))
-                .spawn_scoped(scope, move || serve(worker, &setup, &mut end))
+                .spawn_scoped(scope, move || serve(worker, &setup, &config.load, &mut end))
                 .map_err(|e| Error::backend(format!("cannot start worker thread {index}: {e}")))?;
         }
         let mut master = master();

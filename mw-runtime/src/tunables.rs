@@ -188,7 +188,7 @@ impl Why {
 }
 
 /// A change of a tunable, with why it was made. Listed under `decisions` in the metrics.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Decision {
     /// The first iteration that runs with the new value.
     pub iteration: usize,

@@ -12,6 +12,7 @@ pub mod ctl;
 pub mod error;
 pub mod model;
 pub mod new;
+pub mod report;
 
 pub use error::CliError;
 
@@ -33,6 +34,9 @@ pub enum Command {
     /// Create a Master/Worker project from the definitions of its messages
     #[command(long_about = new::LONG_ABOUT)]
     New(new::NewArgs),
+    /// Draw plots of a run from its metrics (and trace) into a folder, with an HTML page
+    #[command(long_about = report::LONG_ABOUT)]
+    Report(report::ReportArgs),
     /// Read and set the tunables of a running program through its control endpoint
     #[command(long_about = ctl::LONG_ABOUT)]
     Ctl(ctl::CtlArgs),
@@ -46,6 +50,7 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> Result<(), CliError> {
     match cli.command {
         Command::Model(args) => model::run(&args, out),
         Command::New(args) => new::run(&args, out),
+        Command::Report(args) => report::run(&args, out),
         Command::Ctl(args) => ctl::run(&args, out),
     }
 }

@@ -6,11 +6,12 @@ mod physics;
 mod worker;
 
 use std::path::PathBuf;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use clap::{Parser, ValueEnum};
 
 use master::NBody;
+use messages::Body;
 use worker::NBodyWorker;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -19,8 +20,13 @@ enum Mode {
     Mw,
     /// The plain sequential loop.
     Seq,
-    /// Both, checking that they agree bit for bit, and print the speedup.
+    /// The same step with rayon's `par_iter`, on as many threads as workers.
+    Rayon,
+    /// Master/Worker and sequential, checking that they agree bit for bit; prints the speedup.
     Both,
+    /// Sequential, rayon and Master/Worker, checking that all agree bit for bit; prints each
+    /// speedup and Master/Worker's speed relative to rayon's.
+    All,
 }
 
 /// 2-D gravitational N-Body simulation as a self-tuning Master/Worker program.
@@ -49,26 +55,66 @@ struct Cli {
     run: mw::RunArgs,
 }
 
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+/// Runs `f`, timing it.
+fn timed<T>(f: impl FnOnce() -> T) -> (T, Duration) {
+    let started = Instant::now();
+    let value = f();
+    (value, started.elapsed())
+}
+
+/// Threads for the rayon run: as many as Master/Worker workers would be started.
+fn rayon_threads(run: &mw::RunArgs) -> usize {
+    run.max_workers
+        .or(run.workers)
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, usize::from))
+}
+
+fn simulate_rayon(initial: Vec<Body>, steps: usize, threads: usize) -> mw::Result<Vec<Body>> {
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .map_err(|e| format!("cannot start {threads} rayon threads: {e}"))?;
+    Ok(pool.install(|| physics::simulate_rayon(initial, steps)))
+}
+
+fn write_out(path: Option<&PathBuf>, bodies: &[Body]) -> mw::Result<()> {
+    if let Some(path) = path {
+        std::fs::write(path, physics::to_csv(bodies))
+            .map_err(|e| format!("cannot write `{}`: {e}", path.display()))?;
+    }
+    Ok(())
+}
+
 fn main() -> mw::Result<()> {
     let cli = Cli::parse();
     let initial = physics::initial_bodies(cli.bodies as usize, cli.seed);
+    let what = format!("{} bodies, {} steps", cli.bodies, cli.steps);
 
-    let sequential = (cli.mode != Mode::Mw).then(|| {
-        let started = Instant::now();
-        let bodies = physics::simulate(initial.clone(), cli.steps);
-        (bodies, started.elapsed())
-    });
-    if cli.mode == Mode::Seq {
-        let (bodies, elapsed) = sequential.expect("sequential mode ran");
-        if let Some(path) = &cli.out {
-            std::fs::write(path, physics::to_csv(&bodies))
-                .map_err(|e| format!("cannot write `{}`: {e}", path.display()))?;
+    let sequential = matches!(cli.mode, Mode::Seq | Mode::Both | Mode::All)
+        .then(|| timed(|| physics::simulate(initial.clone(), cli.steps)));
+    if let (Mode::Seq, Some((bodies, elapsed))) = (cli.mode, &sequential) {
+        write_out(cli.out.as_ref(), bodies)?;
+        eprintln!("sequential: {what} in {:.1} ms", ms(*elapsed));
+        return Ok(());
+    }
+
+    let threads = rayon_threads(&cli.run);
+    let rayon = match cli.mode {
+        Mode::Rayon | Mode::All => {
+            let (bodies, elapsed) = timed(|| simulate_rayon(initial.clone(), cli.steps, threads));
+            Some((bodies?, elapsed))
         }
+        _ => None,
+    };
+    if let (Mode::Rayon, Some((bodies, elapsed))) = (cli.mode, &rayon) {
+        write_out(cli.out.as_ref(), bodies)?;
         eprintln!(
-            "sequential: {} bodies, {} steps in {:.1} ms",
-            cli.bodies,
-            cli.steps,
-            elapsed.as_secs_f64() * 1e3
+            "rayon: {what} in {:.1} ms on {threads} threads",
+            ms(*elapsed)
         );
         return Ok(());
     }
@@ -80,28 +126,42 @@ fn main() -> mw::Result<()> {
         cli.out.clone(),
     );
     let result = master.result.clone();
-    let started = Instant::now();
-    let report = mw::run_with(&cli.run, || master, NBodyWorker::default)?;
-    let elapsed = started.elapsed();
+    let (report, elapsed) = timed(|| mw::run_with(&cli.run, || master, NBodyWorker::default));
+    let report = report?;
     let Some(metrics) = report.metrics() else {
         return Ok(()); // an MPI worker rank
     };
     eprintln!(
-        "master/worker: {} bodies, {} steps in {:.1} ms on {} workers",
-        cli.bodies,
-        cli.steps,
-        elapsed.as_secs_f64() * 1e3,
+        "master/worker: {what} in {:.1} ms on {} workers",
+        ms(elapsed),
         metrics.iterations.last().map_or(0, |i| i.workers)
     );
-    if let Some((bodies, seq_elapsed)) = sequential {
-        let parallel = result.lock().map(|b| b.clone()).unwrap_or_default();
-        if parallel != bodies {
+    let parallel = result.lock().map(|b| b.clone()).unwrap_or_default();
+    if let Some((bodies, seq_elapsed)) = &sequential {
+        if parallel != *bodies {
             return Err("master/worker result differs from the sequential loop".into());
         }
         eprintln!(
             "sequential: {:.1} ms; speedup {:.2}; results bit-identical",
-            seq_elapsed.as_secs_f64() * 1e3,
+            ms(*seq_elapsed),
             seq_elapsed.as_secs_f64() / elapsed.as_secs_f64()
+        );
+    }
+    if let Some((bodies, rayon_elapsed)) = &rayon {
+        if parallel != *bodies {
+            return Err("master/worker result differs from rayon's".into());
+        }
+        let speedup = sequential.as_ref().map_or(String::new(), |(_, seq)| {
+            format!(
+                " (speedup {:.2})",
+                seq.as_secs_f64() / rayon_elapsed.as_secs_f64()
+            )
+        });
+        eprintln!(
+            "rayon: {:.1} ms on {threads} threads{speedup}; master/worker runs at {:.2}× rayon's \
+             speed; results bit-identical",
+            ms(*rayon_elapsed),
+            rayon_elapsed.as_secs_f64() / elapsed.as_secs_f64()
         );
     }
     Ok(())

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use mw::prelude::*;
 
-use crate::messages::{Body, Moved, Range};
+use crate::messages::{Bodies, Body, Moved, Range};
 use crate::physics;
 
 pub struct NBody {
@@ -35,12 +35,15 @@ impl NBody {
     }
 }
 
-impl Master for NBody {
-    type Task = Range;
-    type Result = Moved;
-    type Shared = Vec<Body>;
+#[mw::master]
+impl NBody {
+    /// One iteration per step: lets the progress line show i/N and an ETA.
+    fn initialize(&mut self, setup: &mut Setup) -> mw::Result<()> {
+        setup.expect_iterations(self.steps);
+        Ok(())
+    }
 
-    fn partition(&mut self, it: &Iteration) -> Work<Vec<Body>, Range> {
+    fn partition(&mut self, it: &Iteration) -> Work<Bodies, Range> {
         if it.index >= self.steps {
             return Work::done();
         }
@@ -52,7 +55,12 @@ impl Master for NBody {
                 count: self.bodies_per_task.min(n - first) as u32,
             })
             .collect();
-        Work::new(self.bodies.clone(), tasks)
+        Work::new(
+            Bodies {
+                all: self.bodies.clone(),
+            },
+            tasks,
+        )
     }
 
     fn recover(&mut self, task: TaskId, result: Moved) {

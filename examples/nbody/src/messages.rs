@@ -1,9 +1,11 @@
-//! What travels between master and workers.
+//! What travels between master and workers: all bodies (shared, every step), index ranges
+//! (tasks) and the moved bodies of a range (results). The codecs are derived: fields in
+//! declaration order, so a `Body` is 40 bytes and a `Vec<Body>` moves as one block.
 
-use mw::codec::{DecodeError, Message, Reader};
+use mw::Message;
 
 /// One body: position, velocity, mass.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Message, Debug, Clone, Copy, PartialEq)]
 pub struct Body {
     pub x: f64,
     pub y: f64,
@@ -12,74 +14,55 @@ pub struct Body {
     pub m: f64,
 }
 
+/// The shared part of a step: every body, as the step starts.
+#[derive(Message, Debug, Clone, PartialEq, Default)]
+pub struct Bodies {
+    pub all: Vec<Body>,
+}
+
 /// A task: bodies `first..first + count`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Message, Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Range {
     pub first: u32,
     pub count: u32,
 }
 
 /// A result: the task's bodies after one step.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Message, Debug, Clone, PartialEq)]
 pub struct Moved {
     pub bodies: Vec<Body>,
 }
 
-impl Message for Body {
-    const MIN_ENCODED_LEN: usize = 40;
-    const FIXED_ENCODED_LEN: Option<usize> = Some(40);
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
 
-    fn encoded_len(&self) -> usize {
-        40
-    }
+    use super::*;
+    use mw::codec;
 
-    fn encode(&self, out: &mut Vec<u8>) {
-        for v in [self.x, self.y, self.vx, self.vy, self.m] {
-            v.encode(out);
-        }
-    }
-
-    fn decode(input: &mut Reader<'_>) -> Result<Self, DecodeError> {
-        let [x, y, vx, vy, m] = <[f64; 5]>::decode(input).map_err(|e| e.in_field("Body", "x"))?;
-        Ok(Body { x, y, vx, vy, m })
-    }
-}
-
-impl Message for Range {
-    const MIN_ENCODED_LEN: usize = 8;
-    const FIXED_ENCODED_LEN: Option<usize> = Some(8);
-
-    fn encoded_len(&self) -> usize {
-        8
-    }
-
-    fn encode(&self, out: &mut Vec<u8>) {
-        self.first.encode(out);
-        self.count.encode(out);
-    }
-
-    fn decode(input: &mut Reader<'_>) -> Result<Self, DecodeError> {
-        Ok(Range {
-            first: u32::decode(input).map_err(|e| e.in_field("Range", "first"))?,
-            count: u32::decode(input).map_err(|e| e.in_field("Range", "count"))?,
-        })
-    }
-}
-
-impl Message for Moved {
-    const MIN_ENCODED_LEN: usize = 1;
-
-    fn encoded_len(&self) -> usize {
-        self.bodies.encoded_len()
-    }
-
-    fn encode(&self, out: &mut Vec<u8>) {
-        self.bodies.encode(out);
-    }
-
-    fn decode(input: &mut Reader<'_>) -> Result<Self, DecodeError> {
-        Ok(Moved {
-            bodies: Vec::decode(input).map_err(|e| e.in_field("Moved", "bodies"))?,
-        })
+    #[test]
+    fn bodies_are_forty_bytes_in_field_order() {
+        let body = Body {
+            x: 1.0,
+            y: 2.0,
+            vx: 3.0,
+            vy: 4.0,
+            m: 5.0,
+        };
+        assert_eq!(Body::FIXED_ENCODED_LEN, Some(40));
+        let bytes = codec::encode(&body);
+        let fields: Vec<f64> = bytes
+            .chunks_exact(8)
+            .map(|b| f64::from_le_bytes(b.try_into().unwrap()))
+            .collect();
+        assert_eq!(fields, [1.0, 2.0, 3.0, 4.0, 5.0]);
+        let moved = Moved {
+            bodies: vec![body; 3],
+        };
+        let bytes = codec::encode(&moved);
+        assert_eq!(bytes.len(), moved.encoded_len());
+        assert_eq!(codec::decode::<Moved>(&bytes).unwrap(), moved);
+        assert!(codec::decode::<Moved>(&bytes[..bytes.len() - 1]).is_err());
+        assert_eq!(codec::encode(&Range { first: 1, count: 2 }).len(), 8);
     }
 }

@@ -2,7 +2,9 @@
 //! Euler step of 2-D gravity with softening. Every backend, worker count and policy calls the
 //! same `advance`, in the same order of operations, so results are bit-identical.
 
-use crate::messages::Body;
+use rayon::prelude::*;
+
+use crate::messages::{Body, Range};
 
 /// Gravitational constant.
 pub const G: f64 = 1.0;
@@ -78,10 +80,30 @@ pub fn advance(bodies: &[Body], i: usize) -> Body {
     }
 }
 
+/// The bodies of `range` after one step: a worker's task.
+pub fn advance_range(bodies: &[Body], range: &Range) -> Vec<Body> {
+    let first = range.first as usize;
+    (first..first + range.count as usize)
+        .map(|i| advance(bodies, i))
+        .collect()
+}
+
 /// The plain sequential loop: `steps` steps of every body.
 pub fn simulate(mut bodies: Vec<Body>, steps: usize) -> Vec<Body> {
     for _ in 0..steps {
         bodies = (0..bodies.len()).map(|i| advance(&bodies, i)).collect();
+    }
+    bodies
+}
+
+/// The same steps with rayon: each step's bodies advanced by `par_iter` on the current rayon
+/// pool (run it inside `ThreadPool::install` to choose the threads).
+pub fn simulate_rayon(mut bodies: Vec<Body>, steps: usize) -> Vec<Body> {
+    for _ in 0..steps {
+        bodies = (0..bodies.len())
+            .into_par_iter()
+            .map(|i| advance(&bodies, i))
+            .collect();
     }
     bodies
 }
@@ -128,6 +150,26 @@ mod tests {
                 .iter()
                 .all(|b| (-1.0..1.0).contains(&b.x) && b.m > 0.0)
         );
+    }
+
+    #[test]
+    fn rayon_and_ranges_give_the_sequential_bits() {
+        let bodies = initial_bodies(97, 3);
+        let reference = simulate(bodies.clone(), 3);
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(3)
+            .build()
+            .expect("a pool of 3 threads");
+        assert_eq!(
+            pool.install(|| simulate_rayon(bodies.clone(), 3)),
+            reference
+        );
+        let one_step = simulate(bodies.clone(), 1);
+        let range = Range {
+            first: 10,
+            count: 7,
+        };
+        assert_eq!(advance_range(&bodies, &range), one_step[10..17]);
     }
 
     #[test]

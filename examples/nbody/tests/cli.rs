@@ -1,5 +1,5 @@
-//! The Master/Worker run is bit-identical to the sequential loop for any worker count, policy
-//! and protocol.
+//! The Master/Worker run is bit-identical to the sequential loop (and to rayon's) for any worker
+//! count, policy and protocol.
 #![allow(clippy::unwrap_used)]
 
 use assert_cmd::Command;
@@ -33,6 +33,12 @@ fn every_configuration_gives_the_sequential_result() {
     let reference = run(dir.path(), "seq.csv", &["--mode", "seq"]);
     assert_eq!(reference.lines().count(), 150);
     assert!(reference.starts_with("0,"), "{reference}");
+    let rayon = run(
+        dir.path(),
+        "rayon.csv",
+        &["--mode", "rayon", "--workers", "3"],
+    );
+    assert!(rayon == reference, "rayon differs from the sequential run");
     let configurations: &[&[&str]] = &[
         &["--workers", "1", "--policy", "static"],
         &[
@@ -85,6 +91,22 @@ fn both_mode_checks_and_reports_speedup() {
         stderr.contains("speedup") && stderr.contains("bit-identical"),
         "{stderr}"
     );
+}
+
+#[test]
+fn all_mode_compares_with_rayon() {
+    let assert = Command::cargo_bin("nbody")
+        .unwrap()
+        .args(["--bodies", "64", "--steps", "3", "--mode", "all"])
+        .args(["--workers", "2", "--backend", "local"])
+        .assert()
+        .success();
+    let stderr = String::from_utf8(assert.get_output().stderr.clone()).unwrap();
+    assert!(
+        stderr.contains("rayon's speed") && stderr.contains("on 2 threads"),
+        "{stderr}"
+    );
+    assert_eq!(stderr.matches("bit-identical").count(), 2, "{stderr}");
 }
 
 #[test]

@@ -167,6 +167,12 @@ impl Master for FireMaster {
     type Result = Advanced;
     type Shared = Step;
 
+    /// One iteration per step: lets the progress line show i/N and an ETA.
+    fn initialize(&mut self, setup: &mut mw::Setup) -> mw::Result<()> {
+        setup.expect_iterations(self.params.steps);
+        Ok(())
+    }
+
     fn partition(&mut self, _iteration: &Iteration) -> Work<Step, Segment> {
         let step = Step {
             index: self.step as u64,

@@ -191,7 +191,6 @@ fn the_master_worker_run_equals_the_sequential_run() {
             min_chunk: 1,
             protocol,
             backend: BackendChoice::Local,
-            metrics: None,
             ..RunConfig::default()
         };
         let parallel = run_parallel(&land, &params, &config);

@@ -10,6 +10,7 @@ use clap::{Args, ValueEnum};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, ErrorKind, Result};
+use crate::load::{LoadError, LoadPattern};
 use crate::policy::PolicyName;
 use crate::tunables::{Tunables, check_factor};
 use crate::tuning::ControlAddr;
@@ -80,6 +81,25 @@ pub struct RunArgs {
     /// Write run metrics as JSON to this file when the run ends
     #[arg(long, value_name = "PATH")]
     pub metrics: Option<PathBuf>,
+    /// Write a Chrome trace-event JSON of the run to this file (open it in Perfetto or chrome://tracing)
+    #[arg(long, value_name = "PATH")]
+    pub trace: Option<PathBuf>,
+    /// Events the trace keeps; a longer run keeps its beginning, plus counters and decisions for all of it [default: 1000000]
+    #[arg(long, value_name = "EVENTS")]
+    pub trace_limit: Option<usize>,
+    /// No progress line and no summary at the end of the run
+    #[arg(long)]
+    pub quiet: bool,
+    /// Emulated external load: none, variable, increasing, or ITERATION:WORKERS:PERCENT,... [default: none]
+    ///
+    /// `variable[:PERIOD[:PERCENT]]` (defaults 8 and 75): PERCENT load on the even-numbered
+    /// workers in iterations PERIOD..2·PERIOD, 3·PERIOD..4·PERIOD, ...
+    /// `increasing[:PERIOD[:PERCENT]]`: worker w is loaded from iteration PERIOD·(w+1) on.
+    /// Steps such as `0:0-3:75,8:0-3:0`: workers 0 to 3 at 75 % from iteration 0, at 0 % from
+    /// iteration 8 (WORKERS is `*`, `N` or `N-M`). An emulation: a worker under p % load sleeps
+    /// t·p/(100−p) after each task that took t.
+    #[arg(long, value_name = "PATTERN", value_parser = parse_load)]
+    pub load: Option<LoadPattern>,
     /// Configuration file [default: Mw.toml if present]
     #[arg(long, value_name = "PATH")]
     pub config: Option<PathBuf>,
@@ -97,6 +117,10 @@ fn parse_count(text: &str) -> std::result::Result<usize, String> {
         Ok(n) => Ok(n),
         Err(_) => Err(format!("`{text}` is not a whole number")),
     }
+}
+
+fn parse_load(text: &str) -> std::result::Result<LoadPattern, LoadError> {
+    text.parse()
 }
 
 fn parse_factor(text: &str) -> std::result::Result<f64, String> {
@@ -123,6 +147,11 @@ pub struct RunSection {
     pub protocol: Option<Protocol>,
     pub backend: Option<BackendChoice>,
     pub metrics: Option<PathBuf>,
+    pub trace: Option<PathBuf>,
+    pub trace_limit: Option<usize>,
+    pub quiet: Option<bool>,
+    /// Emulated external load, in the syntax of `--load`.
+    pub load: Option<LoadPattern>,
 }
 
 /// `Mw.toml`: the run defaults of a project, plus the answers `mwgen new` was given (kept in
@@ -186,6 +215,14 @@ pub struct RunConfig {
     pub tuning: TuningConfig,
     /// Where to expose the tunables while the run lasts (`--control`).
     pub control: Option<ControlAddr>,
+    /// Where to write the Chrome trace of the run; `None`: no trace is recorded.
+    pub trace: Option<PathBuf>,
+    /// Events the trace keeps at most (slices and arrow ends).
+    pub trace_limit: usize,
+    /// No progress line, no summary.
+    pub quiet: bool,
+    /// Emulated external load on the workers ([`LoadPattern::None`] for none).
+    pub load: LoadPattern,
 }
 
 impl Default for RunConfig {
@@ -201,6 +238,10 @@ impl Default for RunConfig {
             metrics: None,
             tuning: TuningConfig::default(),
             control: None,
+            trace: None,
+            trace_limit: crate::trace::DEFAULT_LIMIT,
+            quiet: false,
+            load: LoadPattern::None,
         }
     }
 }
@@ -265,6 +306,17 @@ impl RunConfig {
                 ..defaults.tuning
             },
             control: args.control.clone(),
+            trace: args.trace.clone().or_else(|| file.trace.clone()),
+            trace_limit: args
+                .trace_limit
+                .or(file.trace_limit)
+                .unwrap_or(defaults.trace_limit),
+            quiet: args.quiet || file.quiet.unwrap_or(defaults.quiet),
+            load: args
+                .load
+                .clone()
+                .or_else(|| file.load.clone())
+                .unwrap_or_default(),
         };
         config.validate()?;
         Ok(config)

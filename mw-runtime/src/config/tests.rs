@@ -177,3 +177,88 @@ fn tune_and_control_flags_parse() {
     assert!(Cli::try_parse_from(["app", "--tune", "sometimes"]).is_err());
     assert!(Cli::try_parse_from(["app", "--control", "192.168.1.2:80"]).is_err());
 }
+
+#[test]
+fn quiet_comes_from_the_flag_or_the_file() {
+    let file = ConfigFile::parse("[run]\nquiet = true\n").unwrap();
+    let config = RunConfig::merge(&file.run, &RunArgs::default()).unwrap();
+    assert!(config.quiet);
+    let args = RunArgs {
+        quiet: true,
+        ..RunArgs::default()
+    };
+    assert!(
+        RunConfig::merge(&RunSection::default(), &args)
+            .unwrap()
+            .quiet
+    );
+    assert!(
+        !RunConfig::merge(&RunSection::default(), &RunArgs::default())
+            .unwrap()
+            .quiet
+    );
+}
+
+#[test]
+fn the_trace_comes_from_the_flags_or_the_file() {
+    let file = ConfigFile::parse("[run]\ntrace = \"run.trace.json\"\ntrace_limit = 50\n").unwrap();
+    let config = RunConfig::merge(&file.run, &RunArgs::default()).unwrap();
+    assert_eq!(config.trace.as_deref(), Some(Path::new("run.trace.json")));
+    assert_eq!(config.trace_limit, 50);
+    let args = RunArgs {
+        trace: Some("other.json".into()),
+        ..RunArgs::default()
+    };
+    let config = RunConfig::merge(&file.run, &args).unwrap();
+    assert_eq!(config.trace.as_deref(), Some(Path::new("other.json")));
+    let config = RunConfig::merge(&RunSection::default(), &RunArgs::default()).unwrap();
+    assert_eq!((config.trace, config.trace_limit), (None, 1_000_000));
+}
+
+#[test]
+fn load_comes_from_the_flag_or_the_file() {
+    use crate::load::LoadPattern;
+    #[derive(clap::Parser, Debug)]
+    struct Cli {
+        #[command(flatten)]
+        run: RunArgs,
+    }
+    use clap::Parser;
+    let file = ConfigFile::parse("[run]\nload = \"increasing:4\"\n").unwrap();
+    let config = RunConfig::merge(&file.run, &RunArgs::default()).unwrap();
+    assert_eq!(
+        config.load,
+        LoadPattern::Increasing {
+            period: 4,
+            percent: 75.0
+        }
+    );
+    let flags = Cli::try_parse_from(["app", "--load", "0:0-3:75,8:0-3:0"]).unwrap();
+    let config = RunConfig::merge(&file.run, &flags.run).unwrap();
+    assert_eq!(config.load.percent(3, 7), 75.0);
+    assert_eq!(config.load.percent(3, 8), 0.0);
+    let config = RunConfig::merge(&RunSection::default(), &RunArgs::default()).unwrap();
+    assert_eq!(config.load, LoadPattern::None);
+}
+
+#[test]
+fn bad_load_patterns_are_refused_with_help() {
+    #[derive(clap::Parser, Debug)]
+    struct Cli {
+        #[command(flatten)]
+        run: RunArgs,
+    }
+    use clap::Parser;
+    let e = Cli::try_parse_from(["app", "--load", "0:0-3:100"])
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("load 100 % is out of range") && e.contains("help:"),
+        "{e}"
+    );
+    let e = ConfigFile::parse("[run]\nworkers = 2\nload = \"sometimes\"\n").unwrap_err();
+    assert!(
+        e.contains("unknown load pattern `sometimes`") && e.contains("line 3"),
+        "{e}"
+    );
+}

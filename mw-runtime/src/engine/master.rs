@@ -12,6 +12,8 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::measure::{Facts, Probe, TaskStats};
 use crate::metrics::{Failure, IterationMetrics, RunMetrics};
 use crate::policy::{Ask, Plan, Policy, PolicyName};
+use crate::progress::Progress;
+use crate::trace::{MasterWork, Trace};
 use crate::transport::{Chunk, Done, Failed, FromWorker, MasterLink, ToWorker};
 use crate::tunables::TunablesHandle;
 use crate::tuning::{ControlServer, Status, Tuner};
@@ -53,6 +55,11 @@ where
             decisions: Vec::new(),
             failures: Vec::new(),
         },
+        trace: match config.trace {
+            Some(_) => Trace::new(pool, config.trace_limit),
+            None => Trace::off(),
+        },
+        progress: Progress::new(config.quiet),
     };
     engine.metrics.backend = engine.link.backend().to_owned();
     let outcome = engine
@@ -62,10 +69,15 @@ where
     // Closes the endpoint (and removes its socket) whatever happened.
     engine.control = None;
     let shutdown = engine.shutdown();
-    outcome?;
-    shutdown?;
-    engine.master.final_work()?;
+    engine.progress.finish();
+    let outcome = outcome
+        .and(shutdown)
+        .and_then(|()| engine.master.final_work());
     engine.metrics.total_ms = ms(started.elapsed());
+    // The trace is written even when the run failed: that is when it is most wanted.
+    let traced = engine.write_trace(outcome.is_ok());
+    outcome?;
+    traced?;
     Ok(engine.metrics)
 }
 
@@ -83,6 +95,10 @@ struct Engine<'a, M: Master, L> {
     control: Option<ControlServer>,
     next_chunk_id: u64,
     metrics: RunMetrics,
+    /// `--trace`: what happened when, written when the run ends.
+    trace: Trace,
+    /// The progress line on a terminal.
+    progress: Progress,
 }
 
 /// A chunk out at a worker.
@@ -136,8 +152,10 @@ where
             backend: self.link.backend(),
             protocol: self.config.protocol,
             tunables: self.tunables.clone(),
+            iterations: None,
         };
         let master_init = self.master.initialize(&mut setup);
+        self.progress.expect_iterations(setup.iterations);
         let mut errors = Vec::new();
         for _ in 0..pool {
             match self.link.recv()? {
@@ -205,13 +223,16 @@ where
     /// Runs one iteration; `None` when `partition` returned no tasks.
     fn iteration(&mut self, it: &Iteration) -> Result<Option<Flow>> {
         let started = Instant::now();
+        self.trace.iteration_begins(it.index);
         let work = self.master.partition(it);
         let partitioned = started.elapsed();
+        self.trace.master(started, MasterWork::Partition);
         if work.tasks.is_empty() {
             return Ok(None);
         }
         let pool = self.link.pool();
         let tasks = work.tasks.len();
+        self.progress.iteration_begins(it, tasks);
         let shared_bytes = work.shared.encoded_len() as u64;
         let mut probe = Probe::new(pool, shared_bytes);
         probe.serial += partitioned;
@@ -254,11 +275,15 @@ where
 
         let mut outstanding = tasks;
         while outstanding > 0 {
-            match self.link.recv()? {
+            let waiting = self.trace.mark();
+            let (worker, message) = self.link.recv()?;
+            let at = Instant::now();
+            self.trace.received(waiting, worker, &message);
+            match (worker, message) {
                 (worker, FromWorker::Done(done)) => {
-                    let at = Instant::now();
                     let recovered = self.recover(&mut round, worker, done, at)?;
                     outstanding -= recovered;
+                    self.progress.tasks_done(recovered);
                     self.dispatch(&mut round, worker)?;
                 }
                 (worker, FromWorker::Failed(failed)) => {
@@ -276,17 +301,24 @@ where
         let closing = Instant::now();
         let flow = self.master.end_iteration(it);
         round.probe.serial += closing.elapsed();
+        self.trace.master(closing, MasterWork::EndIteration);
         let elapsed = started.elapsed();
         self.record(it, round, tasks, elapsed, predicted);
+        self.trace.iteration_ends(it.index, started);
+        self.progress.iteration_ends();
         Ok(Some(flow))
     }
 
     /// Sends the iteration's shared part to `worker`, making it take part.
     fn activate(&mut self, round: &mut Round<M>, worker: usize) -> Result<()> {
         round.active[worker] = true;
+        let part = Arc::clone(&round.shared);
+        let iteration = round.index;
         round.probe.shared_sent(worker, Instant::now());
-        self.link
-            .send(worker, ToWorker::Shared(Arc::clone(&round.shared)))
+        let sending = self.trace.mark();
+        let sent = self.link.send(worker, ToWorker::Shared { iteration, part });
+        self.trace.shared_sent(sending, worker);
+        sent
     }
 
     /// Gives `worker` its next chunk: a failed worker's chunk first, else a new one cut by the
@@ -324,7 +356,10 @@ where
             first,
             len: chunk.tasks.len(),
         });
-        self.link.send(worker, ToWorker::Chunk(chunk))
+        let (id, len, sending) = (chunk.id, chunk.tasks.len(), self.trace.mark());
+        let sent = self.link.send(worker, ToWorker::Chunk(chunk));
+        self.trace.chunk_sent(sending, worker, id, len);
+        sent
     }
 
     /// Hands a chunk's results to `recover`, one call per task; returns how many.
@@ -355,10 +390,13 @@ where
         self.stats.record(worker, &done.task_ms);
         self.policy.chunk_done(worker, flight.len, busy);
         let started = Instant::now();
+        let recovering = self.trace.mark();
         for (offset, result) in done.results.into_iter().enumerate() {
             self.master.recover(TaskId(flight.first + offset), result);
         }
         round.probe.recover += started.elapsed();
+        self.trace
+            .recovered(recovering, worker, flight.chunk, flight.len);
         Ok(flight.len)
     }
 
@@ -486,6 +524,28 @@ where
                 time_ms: obs.facts.time_ms,
                 predicted_ms,
             });
+        }
+    }
+
+    /// Writes `--trace`, if asked for; when the run failed, a failure to write is only a warning.
+    fn write_trace(&self, run_ok: bool) -> Result<()> {
+        let Some(path) = &self.config.trace else {
+            return Ok(());
+        };
+        if self.trace.dropped() > 0 {
+            eprintln!(
+                "warning: the trace holds the beginning of the run, {} events; {} later slices \
+                 were dropped (raise --trace-limit to keep more)",
+                self.config.trace_limit,
+                self.trace.dropped()
+            );
+        }
+        match self.trace.write(path, &self.metrics) {
+            Err(e) if !run_ok => {
+                eprintln!("warning: {e}");
+                Ok(())
+            }
+            written => written,
         }
     }
 

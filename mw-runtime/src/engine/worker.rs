@@ -1,5 +1,5 @@
 //! A worker's loop: keep the iteration's shared part, process chunks, report panics instead of
-//! dying with them.
+//! dying with them, and stretch task times by the emulated load of `--load`.
 
 use std::any::Any;
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -7,14 +7,20 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use crate::app::{Worker, WorkerSetup};
+use crate::load::{LoadPattern, Stretch};
 use crate::measure::Moments;
 use crate::transport::{Chunk, Done, Failed, FromWorker, ToWorker, WorkerLink};
 
 /// Builds a worker with `build`, then serves the master until told to stop (or until the master
 /// is gone). Every call into application code is guarded, so a panic becomes a report to the
-/// master rather than a silent hole in the pool.
-pub(crate) fn serve<W, L>(build: impl FnOnce() -> W, setup: &WorkerSetup, link: &mut L)
-where
+/// master rather than a silent hole in the pool. `load` says how much emulated external load
+/// this worker carries in each iteration.
+pub(crate) fn serve<W, L>(
+    build: impl FnOnce() -> W,
+    setup: &WorkerSetup,
+    load: &LoadPattern,
+    link: &mut L,
+) where
     W: Worker,
     L: WorkerLink<W::Task, W::Shared, W::Result>,
 {
@@ -42,12 +48,16 @@ where
     }
 
     let mut shared: Option<Arc<W::Shared>> = None;
+    let mut stretch = None;
     while let Some(message) = link.recv() {
         match message {
-            ToWorker::Shared(part) => shared = Some(part),
+            ToWorker::Shared { iteration, part } => {
+                shared = Some(part);
+                stretch = Stretch::new(load.percent(setup.index, iteration));
+            }
             ToWorker::Chunk(chunk) => {
                 let answer = match (&mut worker, &shared) {
-                    (Some(w), Some(part)) => process(w, part, chunk),
+                    (Some(w), Some(part)) => process(w, part, chunk, stretch.as_mut()),
                     _ => FromWorker::Failed(Failed {
                         chunk: chunk.id,
                         tasks: chunk.tasks,
@@ -77,11 +87,13 @@ where
     }
 }
 
-/// Runs `do_work` on every task of the chunk, timing each one.
+/// Runs `do_work` on every task of the chunk, timing each one; under emulated load, each task's
+/// time is stretched before it is measured.
 fn process<W: Worker>(
     worker: &mut W,
     shared: &W::Shared,
     chunk: Chunk<W::Task>,
+    mut stretch: Option<&mut Stretch>,
 ) -> FromWorker<W::Task, W::Result> {
     let mut results = Vec::with_capacity(chunk.tasks.len());
     let mut task_ms = Moments::default();
@@ -90,6 +102,9 @@ fn process<W: Worker>(
         for task in &chunk.tasks {
             let t0 = Instant::now();
             results.push(worker.do_work(shared, task));
+            if let Some(stretch) = stretch.as_deref_mut() {
+                stretch.after_task(t0.elapsed());
+            }
             task_ms.add(t0.elapsed().as_secs_f64() * 1e3);
         }
     }));
@@ -99,6 +114,7 @@ fn process<W: Worker>(
             results,
             busy_ns: u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX),
             task_ms,
+            began: Some(started),
         }),
         Err(panic) => FromWorker::Failed(Failed {
             chunk: chunk.id,

@@ -79,11 +79,13 @@ impl Policy for Static {
     }
 }
 
-/// Fixed Size Chunking: every batch holds `factor·M` tasks, cut into `N` equal chunks.
+/// Fixed Size Chunking: every batch holds `factor·M` tasks (rounded, and at least `min_chunk` per
+/// worker), cut into `N` chunks of equal size (differing by at most one task), so that a batch
+/// keeps every worker busy once.
 #[derive(Debug, Default, Clone)]
 pub struct Fsc {
     batches: Batches,
-    chunk: usize,
+    batch: usize,
     workers: usize,
 }
 
@@ -91,15 +93,13 @@ impl Policy for Fsc {
     fn begin(&mut self, plan: &Plan<'_>) {
         self.batches.reset(plan.tasks);
         self.workers = plan.workers.max(1);
-        self.chunk = round_chunk(
-            plan.factor * plan.tasks as f64 / self.workers as f64,
-            plan.min_chunk,
-        );
+        let batch = (plan.factor * plan.tasks as f64).round() as usize;
+        self.batch = batch.max(self.workers * plan.min_chunk.max(1));
     }
 
     fn next_chunk(&mut self, ask: &Ask<'_>) -> usize {
-        let (chunk, workers) = (self.chunk, self.workers);
-        self.batches.next(ask, |b| b.cut(chunk, workers))
+        let (batch, workers) = (self.batch, self.workers);
+        self.batches.next(ask, |b| b.cut_even(batch, workers))
     }
 }
 

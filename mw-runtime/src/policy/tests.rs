@@ -59,9 +59,14 @@ fn fsc_batches_hold_factor_times_m() {
     let stats = TaskStats::new(4);
     // 0.2 · 1000 = 200 tasks a batch, 50 a chunk.
     assert_eq!(sizes(PolicyName::Fsc, 1000, 4, 0.2, &stats), vec![50; 20]);
+    // 0.2 · 103 ≈ 21 tasks a batch, cut 6, 5, 5, 5: no batch leaves a straggler chunk.
     let odd = sizes(PolicyName::Fsc, 103, 4, 0.2, &stats);
     assert_eq!(odd.iter().sum::<usize>(), 103);
-    assert!(odd[..odd.len() - 1].iter().all(|&s| s == 5), "{odd:?}");
+    assert_eq!(&odd[..8], &[6, 5, 5, 5, 6, 5, 5, 5], "{odd:?}");
+    // 0.5 · 400 = 200 a batch on 16 workers: chunks of 13 and 12, two batches in all.
+    let wide = sizes(PolicyName::Fsc, 400, 16, 0.5, &TaskStats::new(16));
+    assert_eq!(wide.len(), 32, "{wide:?}");
+    assert!(wide.iter().all(|&c| c == 12 || c == 13), "{wide:?}");
 }
 
 #[test]

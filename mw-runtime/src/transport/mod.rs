@@ -9,6 +9,7 @@ pub(crate) mod local;
 pub(crate) mod mpi;
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use crate::codec::{DecodeError, Message, Reader, varint_len, write_varint};
 use crate::error::Result;
@@ -17,8 +18,9 @@ use crate::measure::Moments;
 /// Master → worker.
 #[derive(Debug)]
 pub(crate) enum ToWorker<T, S> {
-    /// The shared part of an iteration; the worker keeps it for the chunks that follow.
-    Shared(Arc<S>),
+    /// The shared part of iteration `iteration`; the worker keeps both for the chunks that
+    /// follow (the index decides the worker's emulated load).
+    Shared { iteration: usize, part: Arc<S> },
     /// Tasks to process.
     Chunk(Chunk<T>),
     /// No more work: run `final_work` and exit.
@@ -55,6 +57,9 @@ pub(crate) struct Done<R> {
     pub busy_ns: u64,
     /// Per-task times in ms (count, sum, sum of squares).
     pub task_ms: Moments,
+    /// When `do_work` began on the chunk. Only the local backend carries it (its threads share
+    /// the master's clock), for the trace; it is not encoded, so under MPI it is `None`.
+    pub began: Option<Instant>,
 }
 
 /// A chunk whose processing panicked.
@@ -140,6 +145,7 @@ impl<R: Message> Message for Done<R> {
             results,
             busy_ns,
             task_ms: Moments::from_sums(count, sum, sum_sq),
+            began: None,
         })
     }
 }

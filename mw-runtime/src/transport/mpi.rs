@@ -18,7 +18,7 @@ use mpi::point_to_point::{Destination, MatchedReceiveVec, Source};
 use mpi::topology::{Communicator, Rank, SimpleCommunicator};
 
 use super::{Chunk, Failed, FromWorker, MasterLink, ToWorker, WorkerLink};
-use crate::codec::{self, DecodeError, Message, Reader};
+use crate::codec::{self, DecodeError, DecodeErrorKind, Message, Reader};
 use crate::config::Protocol;
 use crate::error::{Error, Result};
 
@@ -82,13 +82,28 @@ fn decode<T: Message>(bytes: &[u8]) -> std::result::Result<T, DecodeError> {
     codec::decode(bytes)
 }
 
+/// The iteration index (a varint) then the shared part, as `MpiMaster::send` writes them.
+fn decode_shared<T, S: Message>(bytes: &[u8]) -> std::result::Result<ToWorker<T, S>, DecodeError> {
+    let mut input = Reader::new(bytes);
+    let index = input.read_varint("Shared")?;
+    let iteration = usize::try_from(index)
+        .map_err(|_| input.error(DecodeErrorKind::OutOfRange(index), "Shared"))?;
+    let part = S::decode(&mut input).map_err(|e| e.in_field("Shared", "part"))?;
+    input.finish("Shared")?;
+    Ok(ToWorker::Shared {
+        iteration,
+        part: Arc::new(part),
+    })
+}
+
 /// The master's end (rank 0).
 pub(crate) struct MpiMaster<S> {
     world: SimpleCommunicator,
     protocol: Protocol,
     /// Async sends waiting to be posted together.
     queued: Vec<(Rank, Tag, Arc<[u8]>)>,
-    /// The shared part is encoded once per iteration, not once per worker.
+    /// The shared part is encoded once per iteration, not once per worker: the iteration index
+    /// (a varint), then the part.
     shared: Option<(Arc<S>, Arc<[u8]>)>,
 }
 
@@ -142,11 +157,16 @@ impl<T: Message, S: Message, R: Message> MasterLink<T, S, R> for MpiMaster<S> {
 
     fn send(&mut self, worker: usize, message: ToWorker<T, S>) -> Result<()> {
         let (tag, bytes): (Tag, Arc<[u8]>) = match message {
-            ToWorker::Shared(part) => {
+            ToWorker::Shared { iteration, part } => {
                 let bytes = match &self.shared {
                     Some((cached, bytes)) if Arc::ptr_eq(cached, &part) => Arc::clone(bytes),
                     _ => {
-                        let bytes: Arc<[u8]> = codec::encode(&*part).into();
+                        let iteration = iteration as u64;
+                        let mut bytes =
+                            Vec::with_capacity(codec::varint_len(iteration) + part.encoded_len());
+                        codec::write_varint(&mut bytes, iteration);
+                        part.encode(&mut bytes);
+                        let bytes: Arc<[u8]> = bytes.into();
                         self.shared = Some((part, Arc::clone(&bytes)));
                         bytes
                     }
@@ -234,7 +254,7 @@ impl<T: Message, S: Message, R: Message> WorkerLink<T, S, R> for MpiWorker<T, R>
         };
         let (bytes, _, tag) = receive(&self.world.process_at_rank(0), backoff);
         let message = match tag {
-            SHARED => decode(&bytes).map(|part| ToWorker::Shared(Arc::new(part))),
+            SHARED => decode_shared(&bytes),
             CHUNK => decode::<Chunk<T>>(&bytes).map(ToWorker::Chunk),
             STOP => Ok(ToWorker::Stop),
             other => {
@@ -245,7 +265,7 @@ impl<T: Message, S: Message, R: Message> WorkerLink<T, S, R> for MpiWorker<T, R>
         };
         match message {
             Ok(message) => {
-                self.expecting = matches!(message, ToWorker::Shared(_));
+                self.expecting = matches!(message, ToWorker::Shared { .. });
                 Some(message)
             }
             Err(e) => {
@@ -345,7 +365,7 @@ where
             backend: "mpi",
         };
         let mut link = MpiWorker::new(world, config.protocol);
-        crate::engine::worker::serve(worker, &setup, &mut link);
+        crate::engine::worker::serve(worker, &setup, &config.load, &mut link);
         Ok(None)
     }
 }

@@ -1,0 +1,347 @@
+//! `--trace PATH`: what the master and every worker did, as a Chrome trace-event file that opens
+//! in Perfetto (<https://ui.perfetto.dev>) and in `chrome://tracing`.
+//!
+//! # Recording
+//! The master records while it runs; nothing is formatted then. Every slice is a small `Copy`
+//! value pushed onto a `Vec` ([`Trace::master`], [`Trace::chunk_sent`], ...), and a disabled
+//! trace does not even read the clock. The file is written once, when the run ends
+//! ([`Trace::write`]), with the run's metrics at hand for the counters and the decisions.
+//!
+//! At most `limit` events are kept (`--trace-limit`, 1,000,000 by default, about 110 MB of
+//! JSON): slices and the arrow ends bound to them count, metadata, counters and decisions do
+//! not. A longer run keeps its beginning, says how many slices it dropped in the file's
+//! `otherData`, and still has its counters and decisions for every iteration, so the file stays
+//! small enough to open.
+//!
+//! # Tracks
+//! One process per role, each with one named thread: `master` (pid 1), then `worker 0`,
+//! `worker 1`, ... (pid 2, 3, ...). On the master: an `iteration N` slice around `partition`,
+//! every `send shared` and `send chunk`, every `receive`, `recover` per chunk and `end_iteration`.
+//! On each worker: one `do_work` slice per chunk, and an instant where a chunk panicked. Flow
+//! arrows (`s`/`f`, the end bound to its enclosing slice with `bp: "e"`) go from a chunk's send
+//! to its `do_work`, and from there to the `recover` of its results. Counters on the master:
+//! `nworkers`, `factor`, and the measured and predicted iteration time; tuning decisions are
+//! global instants carrying their reason.
+//!
+//! # One clock
+//! All times are the master's. On the local backend the workers are threads of the same
+//! process, so a chunk's answer carries the instant its `do_work` began and the slice is exact.
+//! Under MPI the workers run elsewhere, on clocks that need not agree: a worker reports only a
+//! duration, its `do_work` time for the chunk (`busy_ns`, which the engine needs anyway), and
+//! the master knows when it sent the chunk and when the answer came back. The `do_work` slice is
+//! placed in the middle of that round trip: the time not spent working is taken to be split
+//! evenly between the way out and the way back. So the slice is exact in length and, in
+//! position, off by at most half the difference between the two transfer times.
+
+mod chrome;
+#[cfg(test)]
+mod tests;
+
+use std::path::Path;
+use std::time::Instant;
+
+use crate::error::Result;
+use crate::metrics::RunMetrics;
+use crate::transport::FromWorker;
+
+/// Events kept by default (`--trace-limit`).
+pub(crate) const DEFAULT_LIMIT: usize = 1_000_000;
+
+/// The trace being recorded, or nothing when `--trace` is off.
+#[derive(Debug)]
+pub(crate) struct Trace {
+    recorder: Option<Box<Recorder>>,
+}
+
+/// When something started; empty when tracing is off (the clock is not read then).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Mark(Option<Instant>);
+
+/// What the master does that gets a slice of its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum MasterWork {
+    Partition,
+    EndIteration,
+}
+
+#[derive(Debug)]
+struct Recorder {
+    origin: Instant,
+    limit: usize,
+    /// Events the kept slices will write (see [`Kind::events`]).
+    events: usize,
+    spans: Vec<Span>,
+    dropped: u64,
+    /// Every iteration run, even past the limit: the counters hang on these.
+    iterations: Vec<IterationSpan>,
+    /// Panicked chunks, with the panic message (rare: the message is kept as it is).
+    failures: Vec<FailureMark>,
+    /// Per worker: the chunk it holds and when its send ended.
+    holding: Vec<Option<Held>>,
+    /// The iteration being run, for the arguments of the slices.
+    iteration: u32,
+}
+
+/// One slice, in ns since the trace began.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Span {
+    kind: Kind,
+    iteration: u32,
+    /// The worker sent to, received from, or working.
+    worker: u32,
+    tasks: u32,
+    chunk: u64,
+    start: u64,
+    dur: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Master(MasterWork),
+    SendShared,
+    SendChunk,
+    Receive(Answer),
+    Recover,
+    DoWork,
+}
+
+impl Kind {
+    /// Events a slice of this kind writes: itself, and the ends of the arrows bound to it.
+    fn events(self) -> usize {
+        match self {
+            Kind::SendChunk | Kind::Recover => 2,
+            Kind::DoWork => 3,
+            _ => 1,
+        }
+    }
+}
+
+/// What a receive brought.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Answer {
+    Results,
+    Failure,
+    Other,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct IterationSpan {
+    index: usize,
+    start: u64,
+    end: u64,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+struct FailureMark {
+    at: u64,
+    worker: u32,
+    chunk: u64,
+    iteration: u32,
+    message: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Held {
+    chunk: u64,
+    tasks: u32,
+    sent: u64,
+}
+
+impl Trace {
+    /// No trace: every call is a no-op that does not read the clock.
+    pub(crate) fn off() -> Self {
+        Trace { recorder: None }
+    }
+
+    /// Records for a pool of `pool` workers, keeping at most about `limit` events.
+    pub(crate) fn new(pool: usize, limit: usize) -> Self {
+        Trace {
+            recorder: Some(Box::new(Recorder {
+                origin: Instant::now(),
+                limit,
+                events: 0,
+                spans: Vec::with_capacity(limit.min(1 << 16)),
+                dropped: 0,
+                iterations: Vec::new(),
+                failures: Vec::new(),
+                holding: vec![None; pool],
+                iteration: 0,
+            })),
+        }
+    }
+
+    /// Now, if tracing.
+    pub(crate) fn mark(&self) -> Mark {
+        Mark(self.recorder.as_ref().map(|_| Instant::now()))
+    }
+
+    /// The iteration `index` begins (its slices are tagged with it).
+    pub(crate) fn iteration_begins(&mut self, index: usize) {
+        if let Some(r) = &mut self.recorder {
+            r.iteration = saturate(index);
+        }
+    }
+
+    /// Iteration `index`, which began at `started`, has ended.
+    pub(crate) fn iteration_ends(&mut self, index: usize, started: Instant) {
+        if let Some(r) = &mut self.recorder {
+            let start = r.ns(started);
+            let end = r.ns(Instant::now());
+            r.iterations.push(IterationSpan { index, start, end });
+        }
+    }
+
+    /// The master's own work, from `started` until now.
+    pub(crate) fn master(&mut self, started: Instant, work: MasterWork) {
+        if let Some(r) = &mut self.recorder {
+            let start = r.ns(started);
+            r.push(Kind::Master(work), 0, 0, 0, start);
+        }
+    }
+
+    /// The iteration's shared part was sent to `worker`, from `mark` until now.
+    pub(crate) fn shared_sent(&mut self, mark: Mark, worker: usize) {
+        if let (Some(r), Mark(Some(at))) = (&mut self.recorder, mark) {
+            let start = r.ns(at);
+            r.push(Kind::SendShared, worker, 0, 0, start);
+        }
+    }
+
+    /// Chunk `chunk` of `tasks` tasks was sent to `worker`, from `mark` until now.
+    pub(crate) fn chunk_sent(&mut self, mark: Mark, worker: usize, chunk: u64, tasks: usize) {
+        if let (Some(r), Mark(Some(at))) = (&mut self.recorder, mark) {
+            let start = r.ns(at);
+            let sent = r.push(Kind::SendChunk, worker, chunk, tasks, start);
+            if let Some(slot) = r.holding.get_mut(worker) {
+                let tasks = saturate(tasks);
+                *slot = Some(Held { chunk, tasks, sent });
+            }
+        }
+    }
+
+    /// The master waited from `mark` until now for `message` from `worker`. Results also give
+    /// the worker's `do_work` slice, a failure its instant.
+    pub(crate) fn received<T, R>(&mut self, mark: Mark, worker: usize, message: &FromWorker<T, R>) {
+        let (Some(r), Mark(Some(at))) = (&mut self.recorder, mark) else {
+            return;
+        };
+        let start = r.ns(at);
+        let held = r.holding.get_mut(worker).and_then(Option::take);
+        match message {
+            FromWorker::Done(done) => {
+                let chunk = held.map_or(done.chunk, |h| h.chunk);
+                let tasks = done.results.len();
+                let arrived = r.push(Kind::Receive(Answer::Results), worker, chunk, tasks, start);
+                if let Some(held) = held.filter(|h| h.chunk == done.chunk) {
+                    match done.began {
+                        Some(began) => r.work_at(worker, held, r.ns(began), done.busy_ns),
+                        None => r.place_work(worker, held, done.busy_ns, arrived),
+                    }
+                }
+            }
+            FromWorker::Failed(failed) => {
+                let arrived = r.push(
+                    Kind::Receive(Answer::Failure),
+                    worker,
+                    failed.chunk,
+                    0,
+                    start,
+                );
+                let iteration = r.iteration;
+                r.failures.push(FailureMark {
+                    at: arrived,
+                    worker: saturate(worker),
+                    chunk: failed.chunk,
+                    iteration,
+                    message: failed.message.clone(),
+                });
+            }
+            FromWorker::Ready { .. } | FromWorker::Finished { .. } => {
+                r.push(Kind::Receive(Answer::Other), worker, 0, 0, start);
+            }
+        }
+    }
+
+    /// The results of `worker`'s chunk `chunk` were handed to `recover`, from `mark` until now.
+    pub(crate) fn recovered(&mut self, mark: Mark, worker: usize, chunk: u64, tasks: usize) {
+        if let (Some(r), Mark(Some(at))) = (&mut self.recorder, mark) {
+            let start = r.ns(at);
+            r.push(Kind::Recover, worker, chunk, tasks, start);
+        }
+    }
+
+    /// Slices left out because the limit was reached.
+    pub(crate) fn dropped(&self) -> u64 {
+        self.recorder.as_ref().map_or(0, |r| r.dropped)
+    }
+
+    /// Writes the trace to `path` as Chrome trace-event JSON; `metrics` gives the counters and
+    /// the decisions. Does nothing when tracing is off.
+    ///
+    /// # Errors
+    /// When the file cannot be created or written.
+    pub(crate) fn write(&self, path: &Path, metrics: &RunMetrics) -> Result<()> {
+        match &self.recorder {
+            Some(r) => chrome::write(r, metrics, path),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Recorder {
+    fn ns(&self, at: Instant) -> u64 {
+        u64::try_from(at.saturating_duration_since(self.origin).as_nanos()).unwrap_or(u64::MAX)
+    }
+
+    /// Pushes a slice from `start` until now; returns now.
+    fn push(&mut self, kind: Kind, worker: usize, chunk: u64, tasks: usize, start: u64) -> u64 {
+        let end = self.ns(Instant::now()).max(start);
+        self.push_span(Span {
+            kind,
+            iteration: self.iteration,
+            worker: saturate(worker),
+            tasks: saturate(tasks),
+            chunk,
+            start,
+            dur: end - start,
+        });
+        end
+    }
+
+    fn push_span(&mut self, span: Span) {
+        // Once full, stay full: the trace is the run's beginning, not a sample.
+        let events = span.kind.events();
+        if self.dropped == 0 && self.events + events <= self.limit {
+            self.events += events;
+            self.spans.push(span);
+        } else {
+            self.dropped += 1;
+        }
+    }
+
+    /// The worker's `do_work` slice for `held`, in the middle of its round trip (see the module
+    /// docs): `busy_ns` long, between the end of the send and the arrival of the answer.
+    fn place_work(&mut self, worker: usize, held: Held, busy_ns: u64, arrived: u64) {
+        let round_trip = arrived.saturating_sub(held.sent);
+        let dur = busy_ns.min(round_trip);
+        let start = held.sent + (round_trip - dur) / 2;
+        self.work_at(worker, held, start, dur);
+    }
+
+    /// The worker's `do_work` slice for `held`, from `start`, `dur` long.
+    fn work_at(&mut self, worker: usize, held: Held, start: u64, dur: u64) {
+        self.push_span(Span {
+            kind: Kind::DoWork,
+            iteration: self.iteration,
+            worker: saturate(worker),
+            tasks: held.tasks,
+            chunk: held.chunk,
+            start,
+            dur,
+        });
+    }
+}
+
+fn saturate(n: usize) -> u32 {
+    u32::try_from(n).unwrap_or(u32::MAX)
+}

@@ -1,0 +1,213 @@
+//! `--trace` on a real run: the file parses back with the expected tracks, slices, arrows,
+//! counters, decisions and failures, and every worker's slices fit its iterations.
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use common::{Scenario, config, run};
+use mw_runtime::prelude::*;
+use mw_runtime::{PolicyName, RunConfig, RunMetrics};
+use serde_json::Value;
+
+fn traced_run(scenario: &Scenario, dir: &Path, limit: Option<usize>) -> (RunMetrics, Value) {
+    let path = dir.join("run.trace.json");
+    let config = RunConfig {
+        trace: Some(path.clone()),
+        trace_limit: limit.unwrap_or(RunConfig::default().trace_limit),
+        quiet: true,
+        ..config(3, PolicyName::Factoring, Protocol::Async, 0.5)
+    };
+    let metrics = run(scenario, &config).unwrap();
+    let json = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    (metrics, json)
+}
+
+/// Three iterations on three workers; the application changes `nworkers` twice and worker 0
+/// panics in iteration 1.
+fn scenario() -> Scenario {
+    Scenario {
+        iterations: vec![
+            (0..24).map(|t| 200 + 40 * (t % 5)).collect(),
+            (0..24).map(|t| 300 + 20 * (t % 3)).collect(),
+            (0..24).map(|_| 250).collect(),
+        ],
+        nworkers: vec![2, 3],
+        panic_at: Some(1),
+    }
+}
+
+fn events(json: &Value) -> Vec<&Value> {
+    json["traceEvents"].as_array().unwrap().iter().collect()
+}
+
+fn with<'a>(json: &'a Value, ph: &str, name: &str) -> Vec<&'a Value> {
+    events(json)
+        .into_iter()
+        .filter(|e| e["ph"] == ph && e["name"] == name)
+        .collect()
+}
+
+fn span(e: &Value) -> (f64, f64) {
+    let start = e["ts"].as_f64().unwrap();
+    (start, start + e["dur"].as_f64().unwrap())
+}
+
+#[test]
+fn a_traced_run_shows_every_worker_chunk_and_decision() {
+    let dir = tempfile::tempdir().unwrap();
+    let (metrics, json) = traced_run(&scenario(), dir.path(), None);
+
+    let names: HashMap<u64, String> = with(&json, "M", "process_name")
+        .iter()
+        .map(|e| {
+            let name = e["args"]["name"].as_str().unwrap().to_owned();
+            (e["pid"].as_u64().unwrap(), name)
+        })
+        .collect();
+    assert_eq!(names.len(), 4);
+    assert_eq!(names[&1], "master");
+    for w in 0..3 {
+        assert_eq!(names[&(2 + w)], format!("worker {w}"));
+    }
+
+    // Every iteration is a slice on the master, holding its partition and end_iteration.
+    let iterations: Vec<(f64, f64)> = (0..3)
+        .map(|i| span(with(&json, "X", &format!("iteration {i}"))[0]))
+        .collect();
+    assert_eq!(with(&json, "X", "end_iteration").len(), 3);
+    // The last partition returns no tasks and ends the run.
+    assert_eq!(with(&json, "X", "partition").len(), 4);
+
+    // One do_work per chunk cut (the panicked one re-ran elsewhere), on a worker's track,
+    // inside its iteration, and a worker never works on two chunks at once.
+    let chunks: usize = metrics.iterations.iter().map(|it| it.chunks).sum();
+    let work = with(&json, "X", "do_work");
+    let retried = metrics.failures.len();
+    assert_eq!(retried, 1);
+    assert_eq!(work.len(), chunks);
+    let mut per_worker: HashMap<u64, Vec<(f64, f64)>> = HashMap::new();
+    for e in &work {
+        let pid = e["pid"].as_u64().unwrap();
+        assert!((2..5).contains(&pid), "do_work on track {pid}");
+        let (start, end) = span(e);
+        let (it_start, it_end) = iterations[e["args"]["iteration"].as_u64().unwrap() as usize];
+        assert!(
+            it_start <= start && end <= it_end,
+            "{e} outside its iteration"
+        );
+        per_worker.entry(pid).or_default().push((start, end));
+    }
+    for (pid, mut spans) in per_worker {
+        spans.sort_by(|a, b| a.0.total_cmp(&b.0));
+        for pair in spans.windows(2) {
+            assert!(
+                pair[0].1 <= pair[1].0,
+                "worker track {pid} overlaps: {pair:?}"
+            );
+        }
+    }
+    let sends = with(&json, "X", "send chunk").len();
+    assert_eq!(
+        sends,
+        work.len() + retried,
+        "every chunk sent was worked on or failed"
+    );
+    assert_eq!(with(&json, "X", "recover").len(), work.len());
+
+    // Arrows: out and back for every finished chunk, each with one start and one end.
+    // Events are in time order, so an arrow's start comes before its end.
+    let mut flows: HashMap<u64, (usize, usize)> = HashMap::new();
+    for e in events(&json) {
+        match e["ph"].as_str() {
+            Some("s") => flows.entry(e["id"].as_u64().unwrap()).or_default().0 += 1,
+            Some("f") => {
+                assert_eq!(e["bp"], "e");
+                let flow = flows.entry(e["id"].as_u64().unwrap()).or_default();
+                assert_eq!(flow.0, 1, "arrow {e} ends before it starts");
+                flow.1 += 1;
+            }
+            _ => {}
+        }
+    }
+    assert_eq!(flows.len(), 2 * work.len());
+    assert!(flows.values().all(|&pair| pair == (1, 1)), "{flows:?}");
+
+    // Counters follow the metrics; decisions carry their reason; the panic is on worker 0.
+    let nworkers: Vec<f64> = with(&json, "C", "nworkers")
+        .iter()
+        .map(|e| e["args"]["n"].as_f64().unwrap())
+        .collect();
+    let expected: Vec<f64> = metrics
+        .iterations
+        .iter()
+        .map(|it| it.workers as f64)
+        .collect();
+    assert_eq!(nworkers, expected);
+    assert_eq!(with(&json, "C", "factor").len(), 3);
+    assert_eq!(with(&json, "C", "iteration time (measured)").len(), 3);
+    let decisions: Vec<&Value> = events(&json)
+        .into_iter()
+        .filter(|e| e["ph"] == "i" && e["cat"] == "decision")
+        .collect();
+    assert_eq!(decisions.len(), metrics.decisions.len());
+    assert!(!decisions.is_empty());
+    assert!(
+        decisions
+            .iter()
+            .all(|d| d["args"]["reason"] == "application")
+    );
+    let panics = with(&json, "i", "do_work panicked");
+    assert_eq!(panics.len(), 1);
+    assert_eq!(panics[0]["pid"], 2);
+
+    assert_eq!(json["otherData"]["slices_dropped"], 0);
+    assert_eq!(json["otherData"]["backend"], "local");
+}
+
+#[test]
+fn a_small_limit_keeps_the_beginning_and_all_counters() {
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = Scenario {
+        panic_at: None,
+        ..scenario()
+    };
+    let (_, json) = traced_run(&scenario, dir.path(), Some(40));
+    let kept = events(&json)
+        .into_iter()
+        .filter(|e| {
+            let slice = e["ph"] == "X" && !e["name"].as_str().unwrap().starts_with("iteration");
+            slice || e["ph"] == "s" || e["ph"] == "f"
+        })
+        .count();
+    assert!((20..=40).contains(&kept), "{kept} events for a limit of 40");
+    assert!(json["otherData"]["slices_dropped"].as_u64().unwrap() > 0);
+    assert_eq!(with(&json, "C", "nworkers").len(), 3);
+    let mut ids: HashMap<u64, i32> = HashMap::new();
+    for e in events(&json) {
+        match e["ph"].as_str() {
+            Some("s") => *ids.entry(e["id"].as_u64().unwrap()).or_default() += 1,
+            Some("f") => *ids.entry(e["id"].as_u64().unwrap()).or_default() -= 1,
+            _ => {}
+        }
+    }
+    assert!(ids.values().all(|&n| n == 0), "unpaired arrows: {ids:?}");
+}
+
+#[test]
+fn no_trace_flag_no_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = RunConfig {
+        quiet: true,
+        ..config(2, PolicyName::Fsc, Protocol::Sync, 0.5)
+    };
+    let scenario = Scenario {
+        iterations: vec![vec![0; 8]],
+        nworkers: vec![],
+        panic_at: None,
+    };
+    run(&scenario, &config).unwrap();
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+}
