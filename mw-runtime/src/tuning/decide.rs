@@ -116,6 +116,7 @@ pub(crate) enum Verdict {
         back: Change,
         reason: String,
         measured_ms: f64,
+        details: serde_json::Value,
     },
 }
 
@@ -333,7 +334,21 @@ impl Decider {
             self.left.pop_front();
         }
         if rolled_back {
+            let details = serde_json::json!({
+                "tunlet": "rollback",
+                "tunable": trial.tunable,
+                "tried": trial.to,
+                "restored": trial.from,
+                "baseline_ms": trial.baseline_ms,
+                "measured_ms": measured_ms,
+                "predicted_ms": trial.predicted_ms,
+                "baseline_score": trial.baseline,
+                "score": after,
+                "limit": limit,
+                "noise": trial.noise,
+            });
             Verdict::RollBack {
+                details,
                 back: trial.back,
                 reason: format!(
                     "rollback: with {} = {} iterations took {measured_ms:.2} ms (predicted {:.2}) \

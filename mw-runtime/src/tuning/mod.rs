@@ -122,6 +122,7 @@ impl Tuner {
             back,
             reason,
             measured_ms,
+            details,
         } = self.decider.judge(self.config.persistence, index)
         {
             self.decider.reset_streaks();
@@ -131,7 +132,7 @@ impl Tuner {
                 reason,
                 predicted_ms: self.predict_after(&back, obs, healthy),
                 measured_ms: Some(measured_ms),
-                details: serde_json::Value::Null,
+                details,
             };
             handle.request_tuned(back, why);
             return;

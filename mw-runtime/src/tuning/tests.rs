@@ -290,6 +290,8 @@ fn a_change_that_made_things_worse_is_rolled_back_and_not_retried() {
     assert_eq!((back.iteration, back.to.as_u64()), (4, Some(4)));
     assert!(back.reason.starts_with("rollback:"), "{}", back.reason);
     assert!(back.measured_ms.unwrap() > before * 1.4);
+    assert_eq!(back.details["tried"], 23.0);
+    assert!((back.details["baseline_ms"].as_f64().unwrap() - before).abs() < 1e-9);
     // The model still prefers 23, but it was tried: no oscillation.
     for _ in 0..12 {
         h.step(real);
