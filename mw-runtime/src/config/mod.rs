@@ -106,6 +106,9 @@ pub struct RunArgs {
     /// What the tuner may change while the program runs [default: on]
     #[arg(long, value_name = "WHAT")]
     pub tune: Option<TuneMode>,
+    /// What the choice of `nworkers` minimizes: `index` (time per resource) or `time` [default: index]
+    #[arg(long, value_name = "GOAL")]
+    pub objective: Option<Objective>,
     /// Expose the tunables on a control endpoint: a Unix socket path or 127.0.0.1:PORT
     #[arg(long, value_name = "ADDR")]
     pub control: Option<ControlAddr>,
@@ -268,7 +271,7 @@ impl RunConfig {
     /// Values out of range, or a control endpoint that is not a local address.
     pub fn merge_file(file: &ConfigFile, args: &RunArgs) -> Result<RunConfig> {
         let mut config = RunConfig::merge(&file.run, args)?;
-        config.tuning = TuningConfig::merge(&file.tuning, args.tune);
+        config.tuning = TuningConfig::merge(&file.tuning, args.tune, args.objective);
         config.control = match (&args.control, &file.tuning.control) {
             (Some(addr), _) => Some(addr.clone()),
             (None, Some(text)) => Some(text.parse().map_err(|e: String| {

@@ -262,3 +262,18 @@ fn bad_load_patterns_are_refused_with_help() {
         "{e}"
     );
 }
+
+#[test]
+fn the_objective_flag_overrides_the_file() {
+    #[derive(clap::Parser, Debug)]
+    struct Cli {
+        #[command(flatten)]
+        run: RunArgs,
+    }
+    use clap::Parser;
+    let cli = Cli::try_parse_from(["app", "--objective", "time"]).unwrap();
+    let file = ConfigFile::parse("[tuning]\nobjective = \"index\"\n").unwrap();
+    let config = RunConfig::merge_file(&file, &cli.run).unwrap();
+    assert_eq!(config.tuning.objective, Objective::Time);
+    assert!(Cli::try_parse_from(["app", "--objective", "speed"]).is_err());
+}

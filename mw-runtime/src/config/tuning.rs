@@ -124,15 +124,19 @@ impl TuningConfig {
         }
     }
 
-    /// Merges a `[tuning]` table and the `--tune` flag over the defaults.
-    pub(crate) fn merge(file: &TuningSection, tune: Option<TuneMode>) -> TuningConfig {
+    /// Merges a `[tuning]` table and the `--tune` and `--objective` flags over the defaults.
+    pub(crate) fn merge(
+        file: &TuningSection,
+        tune: Option<TuneMode>,
+        objective: Option<Objective>,
+    ) -> TuningConfig {
         let defaults = TuningConfig::default();
         TuningConfig {
             mode: tune.or(file.tune).unwrap_or(defaults.mode),
             min_workers: file.min_workers.unwrap_or(defaults.min_workers),
             max_workers: file.max_workers,
             persistence: file.persistence.unwrap_or(defaults.persistence),
-            objective: file.objective.unwrap_or(defaults.objective),
+            objective: objective.or(file.objective).unwrap_or(defaults.objective),
         }
     }
 
