@@ -87,7 +87,6 @@ where
 ///     fn do_work(&mut self, _: &(), n: &u64) -> u64 { n * n }
 /// }
 ///
-/// let mut sum = 0;
 /// let args = RunArgs { workers: Some(2), backend: Some(BackendChoice::Local), ..RunArgs::default() };
 /// mw_runtime::run_with(&args, || Squares { total: 0 }, Squarer::default)?;
 /// # Ok::<(), mw_runtime::Error>(())
