@@ -18,7 +18,9 @@ use std::time::{Duration, Instant};
 
 use clap::Parser;
 use mw_runtime::prelude::*;
-use mw_runtime::{Objective, PolicyName, RunConfig, RunMetrics, TuneMode, TuningConfig};
+use mw_runtime::{
+    LoadPattern, Objective, PolicyName, RunConfig, RunMetrics, TuneMode, TuningConfig,
+};
 
 #[derive(Debug, Clone, Parser)]
 struct Args {
@@ -52,6 +54,9 @@ struct Args {
     /// Bytes multiplier (task, result and shared) after the change
     #[arg(long, default_value_t = 1.0)]
     change_bytes: f64,
+    /// Emulated external load on the workers (`--load` of every mwgen program)
+    #[arg(long, default_value = "none")]
+    load: LoadPattern,
     /// Fixed worker counts to compare with
     #[arg(long, value_delimiter = ',', default_value = "1,2,4,8,16,32")]
     sweep: Vec<usize>,
@@ -206,6 +211,8 @@ fn run(
         protocol: args.protocol,
         backend: BackendChoice::Auto,
         tuning,
+        load: args.load.clone(),
+        quiet: true,
         ..RunConfig::default()
     };
     let started = Instant::now();
@@ -241,7 +248,7 @@ fn main() {
     };
     report(format!(
         "workload: {} iterations of {} tasks, sleep {} ms ± {:.0}%, {} B out / {} B back per \
-         task, shared {} B, policy {}, {}{}",
+         task, shared {} B, policy {}, {}, load {}{}",
         args.iterations,
         args.tasks,
         args.mean_ms,
@@ -251,6 +258,7 @@ fn main() {
         args.shared_bytes,
         args.policy,
         args.protocol,
+        args.load,
         match args.change_at {
             Some(at) => format!(
                 "; from iteration {at}: task time ×{}, bytes ×{}",

@@ -16,6 +16,8 @@ pub(crate) const HYSTERESIS_ITERATIONS: usize = 20;
 /// A relative change of task time, task count or bytes per task above which conditions count as
 /// changed a lot.
 pub(crate) const CONDITIONS_CHANGED: f64 = 0.3;
+/// Predicted gain above which the first boundary of a run acts without waiting for persistence.
+pub(crate) const COLD_START_GAIN: f64 = 0.5;
 /// Iterations kept for the noise estimate and the baseline.
 const NOISE_WINDOW: usize = 8;
 
@@ -236,6 +238,19 @@ impl Decider {
             *entry = (tunable, direction, 1);
         }
         entry.2
+    }
+
+    /// Iterations a proposal must hold before it is acted on. The starting values are a guess,
+    /// not a measured choice, and every iteration spent at a poor one costs more than a later
+    /// mistake would: at the first boundary, a proposal that promises to at least halve the
+    /// objective is acted on at once (the watch still rolls it back if it made things worse).
+    /// Everywhere else, `persistence`.
+    pub fn persistence_needed(persistence: usize, iteration: usize, proposal: &Proposal) -> usize {
+        if iteration == 0 && proposal.gain >= COLD_START_GAIN {
+            1
+        } else {
+            persistence
+        }
     }
 
     /// Forgets every streak (after a change, measurements describe other settings).

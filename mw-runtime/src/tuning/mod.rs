@@ -180,7 +180,10 @@ impl Tuner {
                 .filter(|p| p.gain > self.decider.threshold(p.sensitivity))
                 .filter(|p| self.decider.blocked(p, index, &conditions).is_none());
             let streak = self.decider.hold(name, proposal.as_ref());
-            if streak >= self.config.persistence && !in_trial && chosen.is_none() {
+            let needed = proposal.as_ref().map_or(self.config.persistence, |p| {
+                Decider::persistence_needed(self.config.persistence, index, p)
+            });
+            if streak >= needed && !in_trial && chosen.is_none() {
                 chosen = proposal.map(|p| (p, streak));
             }
         }

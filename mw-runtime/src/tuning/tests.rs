@@ -90,6 +90,14 @@ struct Harness {
 }
 
 impl Harness {
+    /// A run past its first boundary, where every proposal needs `persistence` iterations (at
+    /// the first one, a large gain acts at once: see [`Harness::new`]).
+    fn under_way(start: usize, objective: Objective) -> Harness {
+        let mut h = Harness::new(start, objective);
+        h.index = 1;
+        h
+    }
+
     fn new(start: usize, objective: Objective) -> Harness {
         let config = RunConfig {
             tuning: TuningConfig {
@@ -203,7 +211,7 @@ fn the_workers_tunlet_stays_within_its_range_and_the_mcmc() {
 #[test]
 fn a_persistent_proposal_is_applied_after_persistence_iterations() {
     let p = fig6(1.0);
-    let mut h = Harness::new(4, Objective::Index);
+    let mut h = Harness::under_way(4, Objective::Index);
     h.step(|i, n| measured(i, n, &p, None));
     assert_eq!(h.nworkers(), 4);
     h.step(|i, n| measured(i, n, &p, None));
@@ -214,7 +222,7 @@ fn a_persistent_proposal_is_applied_after_persistence_iterations() {
     h.step(|i, n| measured(i, n, &p, None));
     assert_eq!(h.nworkers(), 23, "{:?}", h.decisions);
     let d = &h.decisions[0];
-    assert_eq!((d.iteration, d.tunable.as_str()), (2, "nworkers"));
+    assert_eq!((d.iteration, d.tunable.as_str()), (3, "nworkers"));
     assert!(
         d.reason.starts_with("balanced model: Pi(23)"),
         "{}",
@@ -231,6 +239,31 @@ fn a_persistent_proposal_is_applied_after_persistence_iterations() {
     assert_eq!(h.decisions.len(), 1, "{:?}", h.decisions);
     let prediction = h.tuner.predict(1600, 23).unwrap();
     assert!((prediction - predicted).abs() / predicted < 1e-6);
+}
+
+#[test]
+fn the_first_boundary_acts_at_once_on_a_large_gain_only() {
+    let p = fig6(1.0);
+    // From one worker, the optimum promises far more than halving the index: applied after
+    // the first iteration, and kept.
+    let mut h = Harness::new(1, Objective::Index);
+    h.step(|i, n| measured(i, n, &p, None));
+    h.step(|i, n| measured(i, n, &p, None));
+    assert_eq!(h.nworkers(), 23, "{:?}", h.decisions);
+    assert_eq!(h.decisions[0].iteration, 1);
+    assert!(h.decisions[0].reason.contains("held 1 iterations"));
+    for _ in 0..6 {
+        h.step(|i, n| measured(i, n, &p, None));
+    }
+    assert_eq!(h.decisions.len(), 1, "{:?}", h.decisions);
+    // Close to the optimum, the gain is small: the first boundary waits like any other.
+    let mut h = Harness::new(12, Objective::Index);
+    h.step(|i, n| measured(i, n, &p, None));
+    h.step(|i, n| measured(i, n, &p, None));
+    assert!(h.decisions.is_empty(), "{:?}", h.decisions);
+    h.step(|i, n| measured(i, n, &p, None));
+    assert_eq!(h.nworkers(), 23, "{:?}", h.decisions);
+    assert!(h.decisions[0].reason.contains("held 2 iterations"));
 }
 
 #[test]
@@ -276,7 +309,7 @@ fn a_change_that_made_things_worse_is_rolled_back_and_not_retried() {
         let time = if n == 4 { before } else { before * 1.5 };
         measured(i, n, &p, Some(time))
     };
-    let mut h = Harness::new(4, Objective::Index);
+    let mut h = Harness::under_way(4, Objective::Index);
     for _ in 0..3 {
         h.step(real);
     }
@@ -287,7 +320,7 @@ fn a_change_that_made_things_worse_is_rolled_back_and_not_retried() {
     }
     assert_eq!(h.decisions.len(), 2, "{:?}", h.decisions);
     let back = &h.decisions[1];
-    assert_eq!((back.iteration, back.to.as_u64()), (4, Some(4)));
+    assert_eq!((back.iteration, back.to.as_u64()), (5, Some(4)));
     assert!(back.reason.starts_with("rollback:"), "{}", back.reason);
     assert!(back.measured_ms.unwrap() > before * 1.4);
     assert_eq!(back.details["tried"], 23.0);
