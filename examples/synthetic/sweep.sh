@@ -2,10 +2,12 @@
 # Policies × standard deviation, like Figs. 2–4 of Cesar et al. (2006): prints the mean time per
 # iteration (ms) of each policy for task-time deviations of 0 to 80 % of the mean, then the ideal
 # (task time / workers). Extra arguments go to every run, e.g.
-#   examples/synthetic/sweep.sh --workers 16 --tasks 400 --mean-ms 6 --iterations 5
+#   ./sweep.sh --workers 16 --tasks 400 --mean-ms 6 --iterations 5
 # Build first: cargo build --release -p synthetic
 set -euo pipefail
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")"
+# The binary is in the target folder of the workspace the project belongs to.
+cd "$(dirname "$(cargo locate-project --workspace --message-format plain)")"
 bin=${SYNTHETIC:-target/release/synthetic}
 deviations=(0 0.2 0.4 0.6 0.8)
 policies=(static fsc factoring dpf daf)

@@ -32,11 +32,16 @@ Give the messages as Rust: --in is the task a worker receives, --out the result 
 optionally followed by the helper types it uses. With none of them, the blank template starts
 from a small example that sums squares and checks the answer.
 
+The templates nbody, xfire and synthetic are the examples of the mwgen repository, complete
+programs with message types of their own (so they take no message flags): a project made from
+one of them is that example under the name you give, ready to change.
+
 Examples:
   mwgen new sums
   mwgen new fire --in 'struct Segment { first: u32, points: Vec<[f64; 2]> }' \\
                  --out 'struct Advanced { first: u32, points: Vec<[f64; 2]> }'
-  mwgen new fire --structs messages.rs      # types marked #[mw(task)], #[mw(result)]";
+  mwgen new fire --structs messages.rs      # types marked #[mw(task)], #[mw(result)]
+  mwgen new gravity --template nbody        # the N-Body example, to change";
 
 /// Arguments of `mwgen new`.
 #[derive(Debug, Clone, Args)]
@@ -99,6 +104,13 @@ pub struct NewArgs {
     /// built from]
     #[arg(long, value_name = "DIR", help_heading = "Project")]
     pub runtime_path: Option<PathBuf>,
+
+    /// Make the project a member of the enclosing workspace: its version, edition, lints and
+    /// dependency versions come from the workspace's [workspace.package], [workspace.lints] and
+    /// [workspace.dependencies] (as the mwgen repository's examples do), and it has no
+    /// [workspace] table of its own
+    #[arg(long, help_heading = "Project")]
+    pub workspace_member: bool,
 }
 
 /// What [`create`] made.
@@ -130,8 +142,13 @@ pub fn run(args: &NewArgs, out: &mut dyn Write) -> Result<(), CliError> {
             created.replaced.join(", ")
         ));
     }
+    let package = if args.workspace_member {
+        format!(" -p {}", args.name)
+    } else {
+        String::new()
+    };
     text.push_str(&format!(
-        "\nRun it on this machine's cores:\n    cd {shown}\n    cargo run --release\n\
+        "\nRun it on this machine's cores:\n    cd {shown}\n    cargo run --release{package}\n\
          See {shown}/README.md for what to edit and how to run it under MPI.\n"
     ));
     out.write_all(text.as_bytes()).map_err(CliError::output)
@@ -149,6 +166,9 @@ pub fn run(args: &NewArgs, out: &mut dyn Write) -> Result<(), CliError> {
 pub fn create(args: &NewArgs) -> Result<Created, CliError> {
     check_name(&args.name)?;
     let template = Template::load(&args.template)?;
+    if template.manifest.messages == MessageTypes::Fixed {
+        refuse_message_flags(args, template.name)?;
+    }
     let structs_text = match &args.structs {
         Some(path) => Some(std::fs::read_to_string(path).map_err(|e| {
             CliError::usage(
@@ -220,17 +240,15 @@ fn given_messages<'a>(
     template: &'a Template,
 ) -> Result<Option<(Input<'a>, bool)>, CliError> {
     let name = template.name;
+    if template.manifest.messages == MessageTypes::Fixed {
+        refuse_message_flags(args, name)?;
+        return Ok(None);
+    }
     if let (Some(path), Some(text)) = (&args.structs, structs_text) {
-        if template.manifest.messages == MessageTypes::Fixed {
-            return Err(fixed(name));
-        }
         return Ok(Some((Input::File { path, text }, false)));
     }
     match (&args.task, &args.result) {
         (Some(task), Some(result)) => {
-            if template.manifest.messages == MessageTypes::Fixed {
-                return Err(fixed(name));
-            }
             let input = Input::Defs {
                 task,
                 result,
@@ -253,7 +271,6 @@ fn given_messages<'a>(
             "give the task with `--in` and the result with `--out` as well",
         )),
         (None, None) => match (&template.manifest.defaults, template.manifest.messages) {
-            (_, MessageTypes::Fixed) => Ok(None),
             (Some(defaults), MessageTypes::Optional) => {
                 let input = Input::Defs {
                     task: &defaults.task,
@@ -271,11 +288,30 @@ fn given_messages<'a>(
     }
 }
 
-fn fixed(template: &str) -> CliError {
-    CliError::usage(
-        format!("template `{template}` has message types of its own"),
-        "leave out `--in`, `--out`, `--shared` and `--structs`, or use `--template blank`",
-    )
+/// A template with message types of its own takes none from the command line.
+fn refuse_message_flags(args: &NewArgs, template: &str) -> Result<(), CliError> {
+    let flags = [
+        ("--in", args.task.is_some()),
+        ("--out", args.result.is_some()),
+        ("--shared", args.shared.is_some()),
+        ("--structs", args.structs.is_some()),
+    ];
+    let given: Vec<String> = flags
+        .iter()
+        .filter(|(_, given)| *given)
+        .map(|(flag, _)| format!("`{flag}`"))
+        .collect();
+    if given.is_empty() {
+        return Ok(());
+    }
+    Err(CliError::usage(
+        format!(
+            "template `{template}` has message types of its own, so {} cannot be used with it",
+            given.join(" and ")
+        ),
+        "leave out `--in`, `--out`, `--shared` and `--structs` (the project's messages are in \
+         its src/messages.rs, to edit), or give your types to `--template blank`",
+    ))
 }
 
 /// Rust keywords (strict, reserved, and those of later editions), which cannot name a crate.
@@ -464,11 +500,20 @@ fn dependency_path(runtime: &Path, project: &Path) -> String {
     parts.join("/")
 }
 
-/// One answer recorded in `[project]` of `Mw.toml`.
+/// One answer recorded in `[project]` of `Mw.toml`: a string, or `true` for a flag.
 #[derive(Debug, Serialize)]
 struct Answer {
     key: &'static str,
-    value: String,
+    value: serde_json::Value,
+}
+
+impl Answer {
+    fn text(key: &'static str, value: impl Into<String>) -> Answer {
+        Answer {
+            key,
+            value: serde_json::Value::String(value.into()),
+        }
+    }
 }
 
 /// The template's variables (documented in `templates/README.md`).
@@ -492,24 +537,27 @@ fn context(
     context.insert("mwgen_version", env!("CARGO_PKG_VERSION"));
     context.insert("runtime_path", runtime);
 
+    context.insert("workspace_member", &args.workspace_member);
+    // What cargo needs to pick the project's package from the workspace's root.
+    let package_arg = if args.workspace_member {
+        format!(" -p {}", args.name)
+    } else {
+        String::new()
+    };
+    context.insert("package_arg", &package_arg);
+
     let mut answers = vec![
-        Answer {
-            key: "name",
-            value: args.name.clone(),
-        },
-        Answer {
-            key: "template",
-            value: template.name.to_owned(),
-        },
-        Answer {
-            key: "mwgen",
-            value: env!("CARGO_PKG_VERSION").to_owned(),
-        },
-        Answer {
-            key: "runtime",
-            value: runtime.to_owned(),
-        },
+        Answer::text("name", &args.name),
+        Answer::text("template", template.name),
+        Answer::text("mwgen", env!("CARGO_PKG_VERSION")),
+        Answer::text("runtime", runtime),
     ];
+    if args.workspace_member {
+        answers.push(Answer {
+            key: "workspace_member",
+            value: serde_json::Value::Bool(true),
+        });
+    }
     if let Some((messages, defaults)) = messages {
         let given = [
             ("in", &args.task),
@@ -518,31 +566,16 @@ fn context(
         ];
         for (key, value) in given {
             if let Some(value) = value {
-                answers.push(Answer {
-                    key,
-                    value: value.clone(),
-                });
+                answers.push(Answer::text(key, value));
             }
         }
         if let Some(path) = &args.structs {
-            answers.push(Answer {
-                key: "structs",
-                value: path.display().to_string(),
-            });
+            answers.push(Answer::text("structs", path.display().to_string()));
         }
-        answers.push(Answer {
-            key: "task_type",
-            value: messages.task.clone(),
-        });
-        answers.push(Answer {
-            key: "result_type",
-            value: messages.result.clone(),
-        });
+        answers.push(Answer::text("task_type", &messages.task));
+        answers.push(Answer::text("result_type", &messages.result));
         if let Some(shared) = &messages.shared {
-            answers.push(Answer {
-                key: "shared_type",
-                value: shared.clone(),
-            });
+            answers.push(Answer::text("shared_type", shared));
         }
         insert_messages(&mut context, messages, *defaults);
     }
@@ -635,10 +668,10 @@ fn result_from_task(messages: &Messages, values: &mut types::Values<'_>) -> (Str
 /// Writes the files under `dir` (created with its parents when missing). Returns the files
 /// written and those that existed before. When `dir` did not exist and a write fails, `dir` is
 /// removed again: it holds nothing but what this call wrote.
-fn write(dir: &Path, files: &[(String, Vec<u8>)]) -> std::io::Result<(Vec<String>, Vec<String>)> {
+fn write(dir: &Path, files: &[template::File]) -> std::io::Result<(Vec<String>, Vec<String>)> {
     let existed = dir.exists();
     let result = (|| {
-        for (path, _) in files {
+        for template::File { path, .. } in files {
             let file = dir.join(path);
             if file.is_dir() {
                 return Err(std::io::Error::other(format!(
@@ -649,7 +682,12 @@ fn write(dir: &Path, files: &[(String, Vec<u8>)]) -> std::io::Result<(Vec<String
         std::fs::create_dir_all(dir)?;
         let mut written = Vec::new();
         let mut replaced = Vec::new();
-        for (path, bytes) in files {
+        for template::File {
+            path,
+            bytes,
+            executable,
+        } in files
+        {
             let file = dir.join(path);
             if let Some(parent) = file.parent() {
                 std::fs::create_dir_all(parent)?;
@@ -657,8 +695,12 @@ fn write(dir: &Path, files: &[(String, Vec<u8>)]) -> std::io::Result<(Vec<String
             if file.exists() {
                 replaced.push(path.clone());
             }
-            std::fs::write(&file, bytes)
-                .map_err(|e| std::io::Error::new(e.kind(), format!("`{path}`: {e}")))?;
+            let context =
+                |e: std::io::Error| std::io::Error::new(e.kind(), format!("`{path}`: {e}"));
+            std::fs::write(&file, bytes).map_err(context)?;
+            if *executable {
+                make_executable(&file).map_err(context)?;
+            }
             written.push(path.clone());
         }
         Ok((written, replaced))
@@ -667,6 +709,23 @@ fn write(dir: &Path, files: &[(String, Vec<u8>)]) -> std::io::Result<(Vec<String
         let _ = std::fs::remove_dir_all(dir);
     }
     result
+}
+
+/// Adds the executable bits to a file, where its reader may run it.
+#[cfg(unix)]
+fn make_executable(file: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let mut permissions = std::fs::metadata(file)?.permissions();
+    let mode = permissions.mode();
+    // Execute for whoever may read: r-- → r-x.
+    permissions.set_mode(mode | ((mode & 0o444) >> 2));
+    std::fs::set_permissions(file, permissions)
+}
+
+/// Files carry no executable bit here: scripts run through their interpreter.
+#[cfg(not(unix))]
+fn make_executable(_file: &Path) -> std::io::Result<()> {
+    Ok(())
 }
 
 #[cfg(test)]
@@ -735,6 +794,7 @@ mod tests {
             path: None,
             force: false,
             runtime_path: None,
+            workspace_member: false,
         }
     }
 
@@ -745,6 +805,7 @@ mod tests {
                 description: String::new(),
                 messages,
                 defaults: None,
+                executable: Vec::new(),
             },
         }
     }

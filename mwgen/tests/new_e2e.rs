@@ -161,6 +161,65 @@ fn generated_projects_build_and_run() {
     );
 }
 
+/// Projects made from the example templates, on their own (not workspace members) and under
+/// other names, build and run to their checked finish.
+#[test]
+fn example_templates_build_and_run() {
+    let dir = tempfile::tempdir().unwrap();
+
+    // N-Body: the Master/Worker run checked bit for bit against the sequential loop.
+    let name = "mwgen-e2e-gravity";
+    let (binary, warnings) = build(dir.path(), name, &["--template", "nbody"]);
+    assert_eq!(warnings, "", "the nbody template builds without warnings");
+    let output = Command::new(&binary)
+        .current_dir(dir.path().join(name))
+        .args(["--workers", "2", "--backend", "local", "--quiet"])
+        .args([
+            "--bodies",
+            "60",
+            "--steps",
+            "3",
+            "--task-bodies",
+            "7",
+            "--mode",
+            "both",
+        ])
+        .output()
+        .unwrap();
+    let (stdout, stderr) = text(&output);
+    assert!(output.status.success(), "{stdout}\n{stderr}");
+    assert!(
+        stderr.contains("master/worker: 60 bodies, 3 steps in"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("results bit-identical"), "{stderr}");
+
+    // Synthetic: exits with an error if any result is missing, repeated or corrupted.
+    let name = "mwgen-e2e-synth";
+    let (binary, warnings) = build(dir.path(), name, &["--template", "synthetic"]);
+    assert_eq!(
+        warnings, "",
+        "the synthetic template builds without warnings"
+    );
+    let stdout = run(
+        &binary,
+        &dir.path().join(name),
+        &[
+            "--tasks",
+            "40",
+            "--iterations",
+            "2",
+            "--mean-ms",
+            "0.1",
+            "--quiet",
+        ],
+    );
+    assert!(
+        stdout.contains("80 results: every id, payload and checksum matches"),
+        "{stdout}"
+    );
+}
+
 /// The example built with the `mpi` feature runs under `mpirun`: rank 0 masters, the others
 /// work. Needs an MPI library and libclang, and compiles rsmpi, so it is left out of the default
 /// run: `cargo test -p mwgen --test new_e2e -- --ignored`.

@@ -242,3 +242,57 @@ fn a_file_in_the_way_is_not_replaced() {
         "mine"
     );
 }
+
+/// The example templates carry their own messages: any message flag is refused, naming it,
+/// before a `--structs` file is even read.
+#[test]
+fn fixed_templates_refuse_message_flags() {
+    let stderr = refused(
+        &[
+            "gravity",
+            "--template",
+            "nbody",
+            "--in",
+            "struct A;",
+            "--out",
+            "struct B;",
+        ],
+        &[],
+    );
+    assert!(
+        stderr.starts_with(
+            "error: template `nbody` has message types of its own, so `--in` and `--out` cannot \
+             be used with it\n"
+        ),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("help: leave out `--in`, `--out`, `--shared` and `--structs`"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("`--template blank`"), "{stderr}");
+
+    let stderr = refused(
+        &["fire", "--template", "xfire", "--shared", "struct S;"],
+        &[],
+    );
+    assert!(
+        stderr.contains("template `xfire` has message types of its own, so `--shared` cannot"),
+        "{stderr}"
+    );
+
+    let stderr = refused(
+        &[
+            "synth",
+            "--template",
+            "synthetic",
+            "--structs",
+            "missing.rs",
+        ],
+        &[],
+    );
+    assert!(
+        stderr.contains("template `synthetic` has message types of its own, so `--structs`"),
+        "{stderr}"
+    );
+}

@@ -5,6 +5,9 @@
 //! cargo's own `cargo init` tests do. The command runs beside a stand-in `mw-runtime` folder,
 //! so the generated dependency path is `../mw-runtime` whatever the machine.
 //!
+//! Files the template copies as they are (no `.tera` suffix) are compared with the template's
+//! own file rather than kept in `out/` again: `out/` holds what rendering made.
+//!
 //! After a deliberate change to the templates, rewrite the expected trees with
 //! `MWGEN_BLESS=1 cargo test -p mwgen --test new_snapshots` and review the diff.
 
@@ -67,8 +70,9 @@ fn workspace(case: &str) -> tempfile::TempDir {
 }
 
 /// Runs `mwgen new ARGS` in the case's folder and compares the project at `project` (relative
-/// to that folder) with `tests/snapshots/<case>/out/`.
-fn check(case: &str, args: &[&str], project: &str) {
+/// to that folder) with `tests/snapshots/<case>/out/`, and the files `template` copies as they
+/// are with the template's own.
+fn check(case: &str, template: &str, args: &[&str], project: &str) {
     let dir = workspace(case);
     cargo_bin_cmd!("mwgen")
         .current_dir(dir.path())
@@ -77,7 +81,20 @@ fn check(case: &str, args: &[&str], project: &str) {
         .args(["--runtime-path", "mw-runtime"])
         .assert()
         .success();
-    let made = tree(&dir.path().join(project));
+    let all = tree(&dir.path().join(project));
+    let templates = Path::new(env!("CARGO_MANIFEST_DIR")).join("../templates");
+    let mut made = BTreeMap::new();
+    for (name, bytes) in &all {
+        let copied = templates.join(template).join(name);
+        if copied.is_file() {
+            assert!(
+                fs::read(&copied).unwrap() == *bytes,
+                "case `{case}`: `{name}` is not a copy of templates/{template}/{name}"
+            );
+        } else {
+            made.insert(name.clone(), bytes.clone());
+        }
+    }
     let expected_dir = snapshots().join(case).join("out");
     if std::env::var_os("MWGEN_BLESS").is_some() {
         let _ = fs::remove_dir_all(&expected_dir);
@@ -122,7 +139,7 @@ fn check(case: &str, args: &[&str], project: &str) {
         "{}mw-runtime",
         "../".repeat(Path::new(project).components().count())
     );
-    well_formed(&dir.path().join(project), &made, &runtime);
+    well_formed(&dir.path().join(project), &all, &runtime);
 }
 
 /// What every generated project satisfies: the runtime accepts its `Mw.toml`, the Rust files
@@ -130,6 +147,26 @@ fn check(case: &str, args: &[&str], project: &str) {
 fn well_formed(project: &Path, files: &BTreeMap<String, Vec<u8>>, runtime: &str) {
     let mw_toml = String::from_utf8_lossy(&files["Mw.toml"]);
     mw_runtime::config::ConfigFile::parse(&mw_toml).unwrap();
+    // The keys it shows commented out are real, with values the runtime accepts.
+    let uncommented: Vec<&str> = mw_toml
+        .lines()
+        .map(|line| match line.strip_prefix("# ") {
+            Some(setting) if is_setting(setting) => setting,
+            _ => line,
+        })
+        .collect();
+    let commented = mw_toml
+        .lines()
+        .filter(|l| l.strip_prefix("# ").is_some_and(is_setting))
+        .count();
+    assert!(
+        commented >= 10,
+        "Mw.toml shows {commented} commented settings"
+    );
+    let all = mw_runtime::config::ConfigFile::parse(&uncommented.join("\n"))
+        .unwrap_or_else(|e| panic!("Mw.toml with its commented settings on: {e}"));
+    mw_runtime::RunConfig::merge_file(&all, &mw_runtime::RunArgs::default())
+        .unwrap_or_else(|e| panic!("Mw.toml with its commented settings on: {e}"));
     let manifest: toml::Table =
         toml::from_str(&String::from_utf8_lossy(&files["Cargo.toml"])).expect("Cargo.toml is TOML");
     assert_eq!(
@@ -156,10 +193,17 @@ fn well_formed(project: &Path, files: &BTreeMap<String, Vec<u8>>, runtime: &str)
     }
 }
 
+/// `key = value`, as a line of a TOML table.
+fn is_setting(line: &str) -> bool {
+    line.split_once(" = ").is_some_and(|(key, _)| {
+        !key.is_empty() && key.chars().all(|c| c.is_ascii_lowercase() || c == '_')
+    })
+}
+
 /// No message types: the template's example, which sums squares.
 #[test]
 fn example() {
-    check("example", &["sums"], "sums");
+    check("example", "blank", &["sums"], "sums");
 }
 
 /// The task and result of DESIGN §1, on the command line.
@@ -167,6 +211,7 @@ fn example() {
 fn in_out() {
     check(
         "in_out",
+        "blank",
         &[
             "fire",
             "--in",
@@ -184,6 +229,7 @@ fn in_out() {
 fn shared() {
     check(
         "shared",
+        "blank",
         &[
             "heat-map",
             "--path",
@@ -207,8 +253,60 @@ fn shared() {
 fn structs_file() {
     check(
         "structs_file",
+        "blank",
         &["calc", "--structs", "messages.rs"],
         "calc",
+    );
+}
+
+/// The N-Body example under another name, on its own (not a workspace member).
+#[test]
+fn nbody() {
+    check(
+        "nbody",
+        "nbody",
+        &["gravity", "--template", "nbody"],
+        "gravity",
+    );
+}
+
+/// Xfire under a dashed name: the library's crate name differs from the binary's.
+#[test]
+fn xfire() {
+    check(
+        "xfire",
+        "xfire",
+        &["fire-front", "--template", "xfire"],
+        "fire-front",
+    );
+}
+
+/// The synthetic programs as a member of the enclosing workspace, in a nested folder.
+#[test]
+fn synthetic_workspace_member() {
+    check(
+        "synthetic_member",
+        "synthetic",
+        &[
+            "policies",
+            "--template",
+            "synthetic",
+            "--workspace-member",
+            "--path",
+            "apps/policies",
+        ],
+        "apps/policies",
+    );
+}
+
+/// The blank template as a member of the enclosing workspace.
+#[test]
+fn blank_workspace_member() {
+    check(
+        "blank_member",
+        "blank",
+        &["sums", "--workspace-member"],
+        "sums",
     );
 }
 

@@ -12,7 +12,7 @@ use crate::worker::SyntheticWorker;
 /// The papers' synthetic Master/Worker programs: iterations of tasks with drawn durations and
 /// payload sizes, to compare distribution policies and watch the tuner.
 #[derive(Debug, Parser)]
-#[command(name = "synthetic", version, about)]
+#[command(version, about)]
 pub struct Cli {
     #[command(flatten)]
     pub program: ProgramArgs,

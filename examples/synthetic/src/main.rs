@@ -3,6 +3,7 @@
 use std::process::ExitCode;
 
 use clap::Parser;
+
 use synthetic::cli::{Cli, run};
 
 fn main() -> ExitCode {

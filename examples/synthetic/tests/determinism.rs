@@ -6,6 +6,7 @@
 
 use mw::PolicyName;
 use mw::prelude::*;
+
 use synthetic::master::{Settings, SyntheticMaster};
 use synthetic::messages::Job;
 

@@ -17,7 +17,7 @@ use crate::terrain::{Landscape, Scenario};
 /// Forest-fire front propagation (Rothermel surface spread) as a self-tuning Master/Worker
 /// program.
 #[derive(Debug, Parser)]
-#[command(name = "xfire", version, about, args_conflicts_with_subcommands = true)]
+#[command(version, about, args_conflicts_with_subcommands = true)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Option<Command>,

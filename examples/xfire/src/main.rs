@@ -3,6 +3,7 @@
 use std::process::ExitCode;
 
 use clap::Parser;
+
 use xfire::cli::{Cli, run};
 
 fn main() -> ExitCode {

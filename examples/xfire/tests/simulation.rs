@@ -7,6 +7,7 @@
 use std::sync::{Arc, mpsc};
 
 use mw::{BackendChoice, PolicyName, Protocol, RunConfig};
+
 use xfire::app::{FireMaster, FireWorker, Outcome, SimParams, simulate};
 use xfire::rothermel::{FT_MIN_PER_MPH, FuelBed, M_PER_FT, Moisture};
 use xfire::terrain::{Landscape, NON_BURNABLE, Scenario};

@@ -31,6 +31,9 @@ pub(crate) struct Manifest {
     /// The definitions used when the user gives none (with `messages = "optional"`).
     #[serde(default)]
     pub defaults: Option<Defaults>,
+    /// Files of the project (paths as written) that get the executable bit, such as scripts.
+    #[serde(default)]
+    pub executable: Vec<String>,
 }
 
 /// How a template gets its message types.
@@ -53,6 +56,16 @@ pub(crate) struct Defaults {
     pub result: String,
     #[serde(default)]
     pub shared: Option<String>,
+}
+
+/// A file of the project, as the template makes it.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) struct File {
+    /// Relative to the project, `/`-separated.
+    pub path: String,
+    pub bytes: Vec<u8>,
+    /// Whether it is written with the executable bit (on Unix).
+    pub executable: bool,
 }
 
 /// A template: its name and manifest.
@@ -112,14 +125,12 @@ impl Template {
         Ok(Template { name, manifest })
     }
 
-    /// The project's files: `(path relative to the project, contents)`, sorted by path.
+    /// The project's files, sorted by path.
     ///
     /// # Errors
-    /// A template that does not render (a bug in the template).
-    pub(crate) fn render(
-        &self,
-        context: &tera::Context,
-    ) -> Result<Vec<(String, Vec<u8>)>, CliError> {
+    /// A template that does not render, or whose manifest names a file it does not make (bugs
+    /// in the template).
+    pub(crate) fn render(&self, context: &tera::Context) -> Result<Vec<File>, CliError> {
         let tera = engine().map_err(|e| self.broken(None, &e))?;
         let prefix = format!("{}/", self.name);
         let mut files = Vec::new();
@@ -130,15 +141,34 @@ impl Template {
             if relative == MANIFEST {
                 continue;
             }
-            match relative.strip_suffix(SUFFIX) {
+            let (output, bytes) = match relative.strip_suffix(SUFFIX) {
                 Some(output) => {
                     let text = tera
                         .render(path, context)
                         .map_err(|e| self.broken(Some(relative), &e))?;
-                    files.push((output.to_owned(), text.into_bytes()));
+                    (output, text.into_bytes())
                 }
-                None => files.push((relative.to_owned(), bytes.to_vec())),
-            }
+                None => (relative, bytes.to_vec()),
+            };
+            files.push(File {
+                path: output.to_owned(),
+                bytes,
+                executable: self.manifest.executable.iter().any(|e| e == output),
+            });
+        }
+        if let Some(missing) = self
+            .manifest
+            .executable
+            .iter()
+            .find(|e| !files.iter().any(|f| &f.path == *e))
+        {
+            return Err(CliError::failure(
+                format!(
+                    "template `{}` lists `{missing}` as executable but makes no such file",
+                    self.name
+                ),
+                None,
+            ));
         }
         files.sort();
         Ok(files)
@@ -172,14 +202,16 @@ fn engine() -> tera::Result<tera::Tera> {
     Ok(tera)
 }
 
-/// `{{ value | toml }}`: a string as a TOML string, quoted and escaped.
+/// `{{ value | toml }}`: a string as a TOML string, quoted and escaped; a boolean as `true` or
+/// `false`.
 fn toml_filter(value: &tera::Value, _: &HashMap<String, tera::Value>) -> tera::Result<tera::Value> {
     match value {
         tera::Value::String(text) => Ok(tera::Value::String(
             toml::Value::String(text.clone()).to_string(),
         )),
+        tera::Value::Bool(flag) => Ok(tera::Value::String(flag.to_string())),
         other => Err(tera::Error::msg(format!(
-            "the `toml` filter takes a string, not {other}"
+            "the `toml` filter takes a string or a boolean, not {other}"
         ))),
     }
 }

@@ -1,0 +1,61 @@
+//! sums: a Master/Worker program. `master.rs` cuts the work into tasks and collects the
+//! results, `worker.rs` processes tasks, `messages.rs` defines what travels between them.
+
+mod master;
+mod messages;
+mod worker;
+
+use clap::Parser;
+
+use master::Sums;
+use worker::SumsWorker;
+
+/// Sums the squares of 1..=N on the workers and checks the answer.
+#[derive(Debug, Parser)]
+#[command(version, about)]
+struct Cli {
+    /// Sum the squares of 1..=N
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = 1_000_000,
+        value_parser = clap::value_parser!(u64).range(1..=3_000_000)
+    )]
+    numbers: u64,
+    /// Tasks per iteration
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = 1000,
+        value_parser = clap::value_parser!(u64).range(1..)
+    )]
+    tasks: u64,
+    /// Iterations; the runtime retunes how work is cut between them
+    #[arg(long, value_name = "N", default_value_t = 5)]
+    iterations: usize,
+    #[command(flatten)]
+    run: mw::RunArgs,
+}
+
+fn main() -> mw::Result<()> {
+    let cli = Cli::parse();
+    let (numbers, tasks, iterations) = (cli.numbers, cli.tasks, cli.iterations);
+    // The master is built only where it runs: here, or on MPI rank 0.
+    let master = || Sums::new(numbers, tasks, iterations);
+    let report = mw::run_with(&cli.run, master, SumsWorker::default)?;
+
+    // Only the master has metrics: an MPI worker rank is done.
+    let Some(metrics) = report.metrics() else {
+        return Ok(());
+    };
+    let tasks: usize = metrics.iterations.iter().map(|it| it.tasks).sum();
+    let workers = metrics.iterations.last().map_or(0, |it| it.workers);
+    println!(
+        "sums: {} iterations, {tasks} tasks in {:.1} ms on {workers} of {} workers ({} backend)",
+        metrics.iterations.len(),
+        metrics.total_ms,
+        metrics.pool,
+        metrics.backend,
+    );
+    Ok(())
+}

@@ -1,0 +1,86 @@
+//! The master: broadcasts all bodies each step and cuts the index range into tasks.
+
+use std::path::PathBuf;
+
+use mw::prelude::*;
+
+use crate::messages::{Bodies, Body, Moved, Range};
+use crate::physics;
+
+pub struct NBody {
+    bodies: Vec<Body>,
+    next: Vec<Body>,
+    steps: usize,
+    bodies_per_task: usize,
+    out: Option<PathBuf>,
+    /// Where the final state goes for the caller (speedup check against `--mode seq`).
+    pub result: std::sync::Arc<std::sync::Mutex<Vec<Body>>>,
+}
+
+impl NBody {
+    pub fn new(
+        bodies: Vec<Body>,
+        steps: usize,
+        bodies_per_task: usize,
+        out: Option<PathBuf>,
+    ) -> Self {
+        NBody {
+            next: bodies.clone(),
+            bodies,
+            steps,
+            bodies_per_task: bodies_per_task.max(1),
+            out,
+            result: Default::default(),
+        }
+    }
+}
+
+#[mw::master]
+impl NBody {
+    /// One iteration per step: lets the progress line show i/N and an ETA.
+    fn initialize(&mut self, setup: &mut Setup) -> mw::Result<()> {
+        setup.expect_iterations(self.steps);
+        Ok(())
+    }
+
+    fn partition(&mut self, it: &Iteration) -> Work<Bodies, Range> {
+        if it.index >= self.steps {
+            return Work::done();
+        }
+        let n = self.bodies.len();
+        let tasks = (0..n)
+            .step_by(self.bodies_per_task)
+            .map(|first| Range {
+                first: first as u32,
+                count: self.bodies_per_task.min(n - first) as u32,
+            })
+            .collect();
+        Work::new(
+            Bodies {
+                all: self.bodies.clone(),
+            },
+            tasks,
+        )
+    }
+
+    fn recover(&mut self, task: TaskId, result: Moved) {
+        let first = task.index() * self.bodies_per_task;
+        self.next[first..first + result.bodies.len()].copy_from_slice(&result.bodies);
+    }
+
+    fn end_iteration(&mut self, _: &Iteration) -> Flow {
+        std::mem::swap(&mut self.bodies, &mut self.next);
+        Flow::Continue
+    }
+
+    fn final_work(&mut self) -> mw::Result<()> {
+        if let Some(path) = &self.out {
+            std::fs::write(path, physics::to_csv(&self.bodies))
+                .map_err(|e| format!("cannot write `{}`: {e}", path.display()))?;
+        }
+        if let Ok(mut result) = self.result.lock() {
+            *result = std::mem::take(&mut self.bodies);
+        }
+        Ok(())
+    }
+}

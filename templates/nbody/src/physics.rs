@@ -1,0 +1,198 @@
+//! The N-Body model (DESIGN §9, a contract): initial state from SplitMix64 and one explicit
+//! Euler step of 2-D gravity with softening. Every backend, worker count and policy calls the
+//! same `advance`, in the same order of operations, so results are bit-identical.
+
+use rayon::prelude::*;
+
+use crate::messages::{Body, Range};
+
+/// Gravitational constant.
+pub const G: f64 = 1.0;
+/// Softening length squared, so close encounters stay finite.
+pub const EPS2: f64 = 1e-4;
+/// Time step.
+pub const DT: f64 = 1e-3;
+
+/// SplitMix64 (Steele, Lea & Flood 2014), the seed generator of the contract.
+#[derive(Debug, Clone)]
+pub struct SplitMix64 {
+    state: u64,
+}
+
+impl SplitMix64 {
+    pub fn new(seed: u64) -> Self {
+        SplitMix64 { state: seed }
+    }
+
+    pub fn next_u64(&mut self) -> u64 {
+        self.state = self.state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in `[0, 1)` with 53 random bits.
+    pub fn next_unit(&mut self) -> f64 {
+        (self.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
+    }
+}
+
+/// `n` bodies: for each, in order, `x = 2u−1, y = 2u−1, vx = 0.1·(2u−1), vy = 0.1·(2u−1),
+/// m = (0.5+u)/n`.
+pub fn initial_bodies(n: usize, seed: u64) -> Vec<Body> {
+    let mut rng = SplitMix64::new(seed);
+    (0..n)
+        .map(|_| {
+            let x = 2.0 * rng.next_unit() - 1.0;
+            let y = 2.0 * rng.next_unit() - 1.0;
+            let vx = 0.1 * (2.0 * rng.next_unit() - 1.0);
+            let vy = 0.1 * (2.0 * rng.next_unit() - 1.0);
+            let m = (0.5 + rng.next_unit()) / n as f64;
+            Body { x, y, vx, vy, m }
+        })
+        .collect()
+}
+
+/// Body `i` after one step under the pull of all the others.
+pub fn advance(bodies: &[Body], i: usize) -> Body {
+    let me = bodies[i];
+    let (mut ax, mut ay) = (0.0, 0.0);
+    for (j, other) in bodies.iter().enumerate() {
+        if j == i {
+            continue;
+        }
+        let dx = other.x - me.x;
+        let dy = other.y - me.y;
+        let d2 = dx * dx + dy * dy + EPS2;
+        let s = G * other.m / (d2 * d2.sqrt());
+        ax += s * dx;
+        ay += s * dy;
+    }
+    let vx = me.vx + ax * DT;
+    let vy = me.vy + ay * DT;
+    Body {
+        x: me.x + vx * DT,
+        y: me.y + vy * DT,
+        vx,
+        vy,
+        m: me.m,
+    }
+}
+
+/// The bodies of `range` after one step: a worker's task.
+pub fn advance_range(bodies: &[Body], range: &Range) -> Vec<Body> {
+    let first = range.first as usize;
+    (first..first + range.count as usize)
+        .map(|i| advance(bodies, i))
+        .collect()
+}
+
+/// The plain sequential loop: `steps` steps of every body.
+pub fn simulate(mut bodies: Vec<Body>, steps: usize) -> Vec<Body> {
+    for _ in 0..steps {
+        bodies = (0..bodies.len()).map(|i| advance(&bodies, i)).collect();
+    }
+    bodies
+}
+
+/// The same steps with rayon: each step's bodies advanced by `par_iter` on the current rayon
+/// pool (run it inside `ThreadPool::install` to choose the threads).
+pub fn simulate_rayon(mut bodies: Vec<Body>, steps: usize) -> Vec<Body> {
+    for _ in 0..steps {
+        bodies = (0..bodies.len())
+            .into_par_iter()
+            .map(|i| advance(&bodies, i))
+            .collect();
+    }
+    bodies
+}
+
+/// The output format of the contract: `i,x,y,vx,vy`, each with Rust's `{:e}`.
+pub fn to_csv(bodies: &[Body]) -> String {
+    bodies
+        .iter()
+        .enumerate()
+        .map(|(i, b)| format!("{i},{:e},{:e},{:e},{:e}\n", b.x, b.y, b.vx, b.vy))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn splitmix64_matches_the_reference_sequence() {
+        // Reference values of SplitMix64 seeded with 1234567 (Vigna's splitmix64.c).
+        let mut rng = SplitMix64::new(1_234_567);
+        let expected = [
+            6_457_827_717_110_365_317,
+            3_203_168_211_198_807_973,
+            9_817_491_932_198_370_423,
+            4_593_380_528_125_082_431,
+            16_408_922_859_458_223_821,
+        ];
+        for e in expected {
+            assert_eq!(rng.next_u64(), e);
+        }
+    }
+
+    #[test]
+    fn initial_state_draws_five_numbers_per_body_in_order() {
+        let bodies = initial_bodies(3, 42);
+        let mut rng = SplitMix64::new(42);
+        let u: Vec<f64> = (0..15).map(|_| rng.next_unit()).collect();
+        assert_eq!(bodies[1].x, 2.0 * u[5] - 1.0);
+        assert_eq!(bodies[1].vy, 0.1 * (2.0 * u[8] - 1.0));
+        assert_eq!(bodies[2].m, (0.5 + u[14]) / 3.0);
+        assert!(
+            bodies
+                .iter()
+                .all(|b| (-1.0..1.0).contains(&b.x) && b.m > 0.0)
+        );
+    }
+
+    #[test]
+    fn rayon_and_ranges_give_the_sequential_bits() {
+        let bodies = initial_bodies(97, 3);
+        let reference = simulate(bodies.clone(), 3);
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(3)
+            .build()
+            .expect("a pool of 3 threads");
+        assert_eq!(
+            pool.install(|| simulate_rayon(bodies.clone(), 3)),
+            reference
+        );
+        let one_step = simulate(bodies.clone(), 1);
+        let range = Range {
+            first: 10,
+            count: 7,
+        };
+        assert_eq!(advance_range(&bodies, &range), one_step[10..17]);
+    }
+
+    #[test]
+    fn two_bodies_attract_each_other_symmetrically() {
+        let pair = vec![
+            Body {
+                x: -0.5,
+                y: 0.0,
+                vx: 0.0,
+                vy: 0.0,
+                m: 1.0,
+            },
+            Body {
+                x: 0.5,
+                y: 0.0,
+                vx: 0.0,
+                vy: 0.0,
+                m: 1.0,
+            },
+        ];
+        let next = simulate(pair, 1);
+        assert!(next[0].vx > 0.0 && next[1].vx < 0.0);
+        assert_eq!(next[0].vx, -next[1].vx);
+        assert_eq!(next[0].y, 0.0);
+    }
+}

@@ -1,0 +1,78 @@
+//! The worker: checks what it received, then takes the task's drawn time, by sleeping (the
+//! default: many workers fit on a few cores) or by spinning (`--spin`: real CPU work).
+
+use std::time::{Duration, Instant};
+
+use crate::messages::{Echo, Job, Round};
+use crate::payload::{self, checksum};
+
+/// A synthetic worker.
+#[derive(Debug, Clone, Default)]
+pub struct SyntheticWorker {
+    spin: bool,
+    result_bytes: usize,
+    /// Checksum of the shared data, computed once per iteration: `(iteration, checksum)`.
+    shared: Option<(u64, u64)>,
+    /// Slept past the last deadline; taken off the next sleep, so that sleep overshoot (tens of
+    /// microseconds) does not pile up over many short tasks.
+    ahead: Duration,
+}
+
+impl SyntheticWorker {
+    /// A worker that answers with `result_bytes` of payload, spinning instead of sleeping when
+    /// `spin`.
+    pub fn new(spin: bool, result_bytes: usize) -> Self {
+        SyntheticWorker {
+            spin,
+            result_bytes,
+            ..SyntheticWorker::default()
+        }
+    }
+
+    /// Returns once `duration` has passed since `started` (checking the payloads counts).
+    fn take(&mut self, started: Instant, duration: Duration) {
+        let Some(deadline) = started.checked_add(duration) else {
+            // Beyond what an Instant can hold: just wait that long.
+            std::thread::sleep(duration);
+            return;
+        };
+        if self.spin {
+            while Instant::now() < deadline {
+                std::hint::spin_loop();
+            }
+            return;
+        }
+        let now = Instant::now();
+        let wanted = deadline.saturating_duration_since(now);
+        if wanted <= self.ahead {
+            self.ahead -= wanted;
+            return;
+        }
+        let sleep = wanted - self.ahead;
+        std::thread::sleep(sleep);
+        self.ahead = now.elapsed().saturating_sub(sleep);
+    }
+}
+
+#[mw::worker]
+impl SyntheticWorker {
+    fn do_work(&mut self, round: &Round, job: &Job) -> Echo {
+        let started = Instant::now();
+        let shared_checksum = match self.shared {
+            Some((iteration, sum)) if iteration == round.iteration => sum,
+            _ => {
+                let sum = checksum(&round.data);
+                self.shared = Some((round.iteration, sum));
+                sum
+            }
+        };
+        let echo = Echo {
+            id: job.id,
+            task_checksum: checksum(&job.payload),
+            shared_checksum,
+            payload: payload::fill(job.id, payload::RESULT, self.result_bytes),
+        };
+        self.take(started, Duration::from_nanos(job.duration_ns));
+        echo
+    }
+}
