@@ -306,6 +306,7 @@ impl RunConfig {
             metrics: args.metrics.clone().or_else(|| file.metrics.clone()),
             tuning: TuningConfig {
                 mode: args.tune.unwrap_or(defaults.tuning.mode),
+                objective: args.objective.unwrap_or(defaults.tuning.objective),
                 ..defaults.tuning
             },
             control: args.control.clone(),

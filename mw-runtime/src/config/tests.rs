@@ -275,5 +275,8 @@ fn the_objective_flag_overrides_the_file() {
     let file = ConfigFile::parse("[tuning]\nobjective = \"index\"\n").unwrap();
     let config = RunConfig::merge_file(&file, &cli.run).unwrap();
     assert_eq!(config.tuning.objective, Objective::Time);
+    // Also through `merge`, which reads only a `[run]` table.
+    let config = RunConfig::merge(&file.run, &cli.run).unwrap();
+    assert_eq!(config.tuning.objective, Objective::Time);
     assert!(Cli::try_parse_from(["app", "--objective", "speed"]).is_err());
 }
