@@ -101,7 +101,10 @@ fn a_run_starting_at_one_worker_grows_to_several() {
         .first()
         .expect("the tuner changed nworkers");
     assert_eq!(first.tunable, "nworkers");
-    assert_eq!(first.iteration, 1, "a cold start: one iteration of evidence");
+    assert_eq!(
+        first.iteration, 1,
+        "a cold start: one iteration of evidence"
+    );
     assert!(first.reason.contains("model"), "{}", first.reason);
     assert!(first.predicted_ms.is_some() && first.measured_ms.is_some());
     // Generous: the tuned iterations take well under half the time of the first.

@@ -15,6 +15,12 @@ use crate::tunables::Change;
 pub(crate) const CANDIDATES: [f64; 10] = [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0];
 /// Simulated runs per candidate when task times vary.
 pub(crate) const REPS: usize = 3;
+/// Relative change of the pooled inputs of the simulation below which it still stands.
+pub(crate) const SAME_INPUTS: f64 = 0.1;
+/// The same for the workers' speeds, each estimated from a few tasks: the root mean square of
+/// their relative changes, and the largest one (a worker that became loaded).
+pub(crate) const SAME_SPEEDS_RMS: f64 = 0.15;
+pub(crate) const SAME_SPEED_MAX: f64 = 0.5;
 
 /// The inputs of the simulation that do not depend on the factor.
 #[derive(Debug)]
@@ -49,13 +55,11 @@ pub(crate) fn sim_workers(est: &Estimate, n: usize) -> Vec<SimWorker> {
     workers
 }
 
-/// Simulates one iteration with `factor`, in ms.
-pub(crate) fn simulated_time(est: &Estimate, s: &Setting<'_>, factor: f64, seed: u64) -> f64 {
-    let workers = sim_workers(est, s.workers.min(s.tasks).max(1));
+fn spec<'a>(est: &Estimate, s: &Setting<'a>, workers: &'a [SimWorker], factor: f64) -> Spec<'a> {
     let (mo, k) = est.link.map_or((0.0, 0.0), |l| (l.mo_ms, l.k_ms_per_byte));
-    let spec = Spec {
+    Spec {
         tasks: s.tasks,
-        workers: &workers,
+        workers,
         policy: s.policy,
         factor,
         min_chunk: s.min_chunk,
@@ -68,30 +72,139 @@ pub(crate) fn simulated_time(est: &Estimate, s: &Setting<'_>, factor: f64, seed:
         shared_bytes: est.shared_bytes,
         recover_ms_per_task: est.now.recover_per_task_ms,
         serial_ms: est.now.serial_ms,
-    };
-    simulate(&spec, seed, REPS)
+    }
 }
 
-/// Simulates the next iteration for every candidate factor and the current one, and proposes
-/// the fastest when it is not the current one. Ties keep the current factor, then prefer the
-/// larger factor (fewer chunks).
-pub(crate) fn propose(est: &Estimate, obs: &Observation, s: &Setting<'_>) -> Option<Proposal> {
-    if !s.policy.uses_factor() || s.tasks == 0 {
-        return None;
+/// The factor tunlet. Simulating eleven factors costs tens of microseconds per worker, so the
+/// candidates' times are kept and reused while the simulation's inputs hold: the setting exactly,
+/// the pooled task times, bytes, `mo` and `k` within [`SAME_INPUTS`], the workers' speeds within
+/// [`SAME_SPEEDS_RMS`] overall and [`SAME_SPEED_MAX`] each — closer than iteration-to-iteration
+/// jitter moves them, far closer than a change of load does.
+#[derive(Debug, Default)]
+pub(crate) struct FactorTunlet {
+    last: Option<Simulated>,
+    /// Times the candidates were simulated (not reused).
+    pub simulations: usize,
+}
+
+/// Candidates simulated for some inputs.
+#[derive(Debug)]
+struct Simulated {
+    key: Key,
+    /// The current factor's time, and (factor, time) for every candidate, largest first.
+    now: f64,
+    candidates: Vec<(f64, f64)>,
+}
+
+/// What a simulation depends on: the setting exactly, the measured inputs approximately.
+#[derive(Debug, PartialEq)]
+struct Key {
+    exact: (usize, usize, PolicyName, u64, usize, Protocol),
+    /// Pooled inputs: (value, scale below which differences do not count).
+    pooled: Vec<(f64, f64)>,
+    /// Each worker's mean task time.
+    speeds: Vec<f64>,
+}
+
+impl Key {
+    fn new(est: &Estimate, s: &Setting<'_>, workers: &[SimWorker]) -> Key {
+        let (mo, k) = est.link.map_or((0.0, 0.0), |l| (l.mo_ms, l.k_ms_per_byte));
+        let task = est.now.task_ms.max(f64::MIN_POSITIVE);
+        let bytes = est.now.to_per_task + est.now.from_per_task + 1.0;
+        Key {
+            exact: (
+                s.tasks,
+                workers.len(),
+                s.policy,
+                s.factor.to_bits(),
+                s.min_chunk,
+                s.protocol,
+            ),
+            pooled: vec![
+                (task, task),
+                (est.now.task_sd_ms, task),
+                (est.now.to_per_task, bytes),
+                (est.now.from_per_task, bytes),
+                (est.shared_bytes, bytes),
+                (est.now.recover_per_task_ms, task),
+                (est.now.serial_ms, task),
+                (mo, task),
+                (k * bytes, task),
+            ],
+            speeds: workers.iter().map(|w| w.mean_ms).collect(),
+        }
     }
-    let seed = obs.facts.index as u64;
-    let now = simulated_time(est, s, s.factor, seed);
+
+    fn close_to(&self, other: &Key) -> bool {
+        let relative = |a: f64, b: f64, floor: f64| (a - b).abs() / a.abs().max(b.abs()).max(floor);
+        let pooled = self.pooled.iter().zip(&other.pooled);
+        let speeds: Vec<f64> = self
+            .speeds
+            .iter()
+            .zip(&other.speeds)
+            .map(|(&a, &b)| relative(a, b, f64::MIN_POSITIVE))
+            .collect();
+        let rms = (speeds.iter().map(|r| r * r).sum::<f64>() / speeds.len().max(1) as f64).sqrt();
+        self.exact == other.exact
+            && self.speeds.len() == other.speeds.len()
+            && pooled
+                .into_iter()
+                .all(|(&(a, scale), &(b, _))| relative(a, b, scale) <= SAME_INPUTS)
+            && rms <= SAME_SPEEDS_RMS
+            && speeds.iter().all(|&r| r <= SAME_SPEED_MAX)
+    }
+}
+
+impl FactorTunlet {
+    /// Simulates the next iteration for every candidate factor and the current one (or reuses
+    /// the last simulation, see [`FactorTunlet`]), and proposes the fastest when it is not the
+    /// current one. Ties keep the current factor, then prefer the larger factor (fewer chunks).
+    pub fn propose(
+        &mut self,
+        est: &Estimate,
+        obs: &Observation,
+        s: &Setting<'_>,
+    ) -> Option<Proposal> {
+        if !s.policy.uses_factor() || s.tasks == 0 {
+            return None;
+        }
+        let workers = sim_workers(est, s.workers.min(s.tasks).max(1));
+        let key = Key::new(est, s, &workers);
+        if !self
+            .last
+            .as_ref()
+            .is_some_and(|last| last.key.close_to(&key))
+        {
+            let seed = obs.facts.index as u64;
+            let time = |factor| simulate(&spec(est, s, &workers, factor), seed, REPS);
+            self.simulations += 1;
+            self.last = Some(Simulated {
+                key,
+                now: time(s.factor),
+                candidates: CANDIDATES.iter().rev().map(|&f| (f, time(f))).collect(),
+            });
+        }
+        let last = self.last.as_ref()?;
+        propose_from(est, obs, s, last.now, &last.candidates)
+    }
+}
+
+/// The proposal from simulated times: the current factor's, and every candidate's (largest
+/// first, so that ties keep the current factor, then the larger).
+fn propose_from(
+    est: &Estimate,
+    obs: &Observation,
+    s: &Setting<'_>,
+    now: f64,
+    candidates: &[(f64, f64)],
+) -> Option<Proposal> {
     let mut best = (s.factor, now);
-    let mut simulated = Vec::with_capacity(CANDIDATES.len());
-    // Largest first, replaced only by a strictly faster one: ties keep the current factor,
-    // then the larger.
-    for &f in CANDIDATES.iter().rev() {
-        let t = simulated_time(est, s, f, seed);
-        simulated.push((f, t));
+    for &(f, t) in candidates {
         if t < best.1 {
             best = (f, t);
         }
     }
+    let simulated = candidates.to_vec();
     let (factor, time) = best;
     if factor == s.factor || now.is_nan() || now <= 0.0 {
         return None;

@@ -42,6 +42,7 @@ pub(crate) struct Tuner {
     protocol: Protocol,
     min_chunk: usize,
     estimate: Estimate,
+    factor_tunlet: factor::FactorTunlet,
     decider: Decider,
     /// The model's calibration when the change being watched was made: restored if the change
     /// is rolled back, since what it measured belonged to settings left behind.
@@ -55,6 +56,7 @@ impl Tuner {
             protocol: config.protocol,
             min_chunk: config.min_chunk,
             estimate: Estimate::default(),
+            factor_tunlet: factor::FactorTunlet::default(),
             decider: Decider::default(),
             calibration_before: 0.0,
         }
@@ -165,7 +167,7 @@ impl Tuner {
             let proposal = if !allowed {
                 None
             } else if name == "factor" {
-                factor::propose(&self.estimate, obs, &setting)
+                self.factor_tunlet.propose(&self.estimate, obs, &setting)
             } else {
                 workers::propose(
                     &self.estimate,

@@ -417,22 +417,81 @@ fn the_factor_tunlet_simulates_candidates() {
     obs.facts.tasks = 400;
     let mut est = Estimate::default();
     let _ = est.update(&obs, Protocol::Async);
-    let proposal = factor::propose(&est, &obs, &setting(0.2)).unwrap();
+    let proposal = factor::FactorTunlet::default()
+        .propose(&est, &obs, &setting(0.2))
+        .unwrap();
     assert_eq!(proposal.change, Change::Factor(1.0));
     assert!(proposal.gain > 0.0);
-    assert!(factor::propose(&est, &obs, &setting(1.0)).is_none());
+    assert!(
+        factor::FactorTunlet::default()
+            .propose(&est, &obs, &setting(1.0))
+            .is_none()
+    );
     // One worker four times slower: big first chunks would wait for it.
     let slow = obs.worker_tasks[0];
     obs.worker_tasks[0] = Moments::from_sums(slow.count(), slow.sum() * 4.0, slow.sum_sq() * 16.0);
     let _ = est.update(&obs, Protocol::Async);
-    let proposal = factor::propose(&est, &obs, &setting(1.0)).unwrap();
+    let proposal = factor::FactorTunlet::default()
+        .propose(&est, &obs, &setting(1.0))
+        .unwrap();
     assert!(proposal.to < 1.0, "{proposal:?}");
     // Policies without a factor are left alone.
     let daf = factor::Setting {
         policy: PolicyName::Daf,
         ..setting(0.5)
     };
-    assert!(factor::propose(&est, &obs, &daf).is_none());
+    assert!(
+        factor::FactorTunlet::default()
+            .propose(&est, &obs, &daf)
+            .is_none()
+    );
+}
+
+#[test]
+fn the_factor_tunlet_reuses_its_simulation_while_the_inputs_hold() {
+    let stats = TaskStats::new(POOL);
+    let setting = factor::Setting {
+        tasks: 1600,
+        workers: 8,
+        factor: 1.0,
+        policy: PolicyName::Factoring,
+        min_chunk: 1,
+        protocol: Protocol::Async,
+        stats: &stats,
+    };
+    let p = fig6(1.0);
+    let mut tunlet = factor::FactorTunlet::default();
+    let mut est = Estimate::default();
+    // Task times that vary, so that each simulation draws its own luck.
+    let observe = |est: &mut Estimate, i: usize, slow: f64, jitter: f64| {
+        let mut obs = measured(i, 8, &p, None);
+        for (w, m) in obs.worker_tasks.iter_mut().take(8).enumerate() {
+            let scale = if w == 0 { slow } else { 1.0 } * (1.0 + jitter * (w % 3) as f64);
+            *m = Moments::from_sums(m.count(), m.sum() * scale, m.sum_sq() * scale * scale * 1.2);
+        }
+        let _ = est.update(&obs, Protocol::Async);
+        obs
+    };
+    let obs = observe(&mut est, 0, 1.0, 0.0);
+    let gain = |p: Option<decide::Proposal>| p.map(|p| (p.to, p.gain));
+    let first = gain(tunlet.propose(&est, &obs, &setting));
+    assert_eq!(tunlet.simulations, 1);
+    // Jitter of a few percent: the same candidates' times, the same proposal.
+    let obs = observe(&mut est, 1, 1.0, 0.02);
+    assert_eq!(gain(tunlet.propose(&est, &obs, &setting)), first);
+    assert_eq!(tunlet.simulations, 1);
+    // One worker four times slower: simulated again, and smaller chunks win.
+    let obs = observe(&mut est, 2, 4.0, 0.0);
+    let slow = tunlet.propose(&est, &obs, &setting).unwrap();
+    assert_eq!(tunlet.simulations, 2);
+    assert!(slow.to < 1.0, "{slow:?}");
+    // A new setting (here the factor) is simulated afresh.
+    let smaller = factor::Setting {
+        factor: slow.to,
+        ..setting
+    };
+    let _ = tunlet.propose(&est, &obs, &smaller);
+    assert_eq!(tunlet.simulations, 3);
 }
 
 #[test]
