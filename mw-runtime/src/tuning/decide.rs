@@ -367,8 +367,14 @@ impl Decider {
                 back: trial.back,
                 reason: format!(
                     "rollback: with {} = {} iterations took {measured_ms:.2} ms (predicted {:.2}) \
-                     against {:.2} ms with {}: worse beyond the noise",
-                    trial.tunable, trial.to, trial.predicted_ms, trial.baseline_ms, trial.from,
+                     against {:.2} ms with {}: the objective's score per task {after:.3e} is \
+                     worse than {:.3e} beyond the noise (limit {limit:.3e})",
+                    trial.tunable,
+                    trial.to,
+                    trial.predicted_ms,
+                    trial.baseline_ms,
+                    trial.from,
+                    trial.baseline,
                 ),
                 measured_ms,
             }
