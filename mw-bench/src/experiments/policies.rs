@@ -211,7 +211,9 @@ pub fn run(size: Size) -> Result<Section, BenchError> {
          (`--tune factor`), `static` and `daf` untuned. Times are the mean over the run's \
          iterations, the first included (where `daf` has no measurements yet and uses `dpf` \
          with factor 0.5); \"× ideal\" is measured over ideal, the ideal being the iteration's \
-         task time over the workers plus the communication the model predicts.\n\n",
+         task time over the workers plus the communication the model predicts. The model's \
+         `(n+1)·mo` of start-ups is more than overlapping sends on channels cost, so a run can \
+         come in under the ideal (× ideal below 1).\n\n",
         plan.workers, plan.tasks, plan.iterations
     );
     let mut figures = Vec::new();
