@@ -9,6 +9,7 @@ use serde::Deserialize;
 
 use crate::CliError;
 
+pub mod chart;
 mod html;
 mod plots;
 #[cfg(test)]

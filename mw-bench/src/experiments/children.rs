@@ -1,0 +1,319 @@
+//! Comparisons that need programs of their own: N-Body on the runtime against rayon (the
+//! example's `--mode all`), and the MPI engine against a hand-written rsmpi loop (the runtime's
+//! `mpi` bench under `mpirun`). Both print sentences meant for people; the parsers below look
+//! for the numbers by the words around them and say so when they are missing, so a change of
+//! wording fails loudly instead of giving a wrong number.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::BenchError;
+
+/// The first number after `marker` in `text` (a decimal, maybe signed or in `e` notation).
+pub fn number_after(text: &str, marker: &str) -> Option<f64> {
+    let start = text.find(marker)? + marker.len();
+    let rest = text[start..].trim_start();
+    let end = rest
+        .char_indices()
+        .find(|&(i, c)| {
+            !(c.is_ascii_digit()
+                || c == '.'
+                || ((c == '-' || c == '+') && (i == 0 || rest[..i].ends_with(['e', 'E'])))
+                || ((c == 'e' || c == 'E') && i > 0))
+        })
+        .map_or(rest.len(), |(i, _)| i);
+    rest[..end].parse().ok()
+}
+
+/// What `nbody --mode all` reports: times in ms of the sequential loop, rayon and the runtime.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct NBodyTimes {
+    pub sequential_ms: f64,
+    pub rayon_ms: f64,
+    pub runtime_ms: f64,
+}
+
+/// Reads the lines `master/worker: … in X ms …`, `sequential: X ms; …`, `rayon: X ms …`.
+pub fn parse_nbody(stderr: &str) -> Result<NBodyTimes, BenchError> {
+    let line = |start: &str| stderr.lines().find(|l| l.starts_with(start));
+    let missing = |what: &str| {
+        BenchError(format!(
+            "error: `nbody --mode all` printed no {what} time; its output was:\n{stderr}"
+        ))
+    };
+    let runtime_ms = line("master/worker:")
+        .and_then(|l| number_after(l, " in "))
+        .ok_or_else(|| missing("master/worker"))?;
+    let sequential_ms = line("sequential:")
+        .and_then(|l| number_after(l, "sequential:"))
+        .ok_or_else(|| missing("sequential"))?;
+    let rayon_ms = line("rayon:")
+        .and_then(|l| number_after(l, "rayon:"))
+        .ok_or_else(|| missing("rayon"))?;
+    Ok(NBodyTimes {
+        sequential_ms,
+        rayon_ms,
+        runtime_ms,
+    })
+}
+
+/// What the MPI bench reports.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct MpiNumbers {
+    /// (a) empty tasks, chunks of one: runtime's tasks/s over the hand-written loop's.
+    pub empty_ratio: Option<f64>,
+    /// (b) 1 ms tasks: efficiency of the hand-written loop and of the runtime.
+    pub efficiency: Option<(f64, f64)>,
+}
+
+/// Reads `(a) … ratio X` and `(b) … hand-written (chunk 1) X, runtime (daf) Y`.
+pub fn parse_mpi(stdout: &str) -> MpiNumbers {
+    let line = |start: &str| stdout.lines().find(|l| l.trim_start().starts_with(start));
+    let empty_ratio = line("(a)").and_then(|l| number_after(l, "ratio"));
+    let efficiency = line("(b)").and_then(|l| {
+        Some((
+            number_after(l, "hand-written (chunk 1)")?,
+            number_after(l, "runtime (daf)")?,
+        ))
+    });
+    MpiNumbers {
+        empty_ratio,
+        efficiency,
+    }
+}
+
+/// The executable of the bench target `name` from cargo's `--message-format=json` output.
+pub fn bench_executable(cargo_json: &str, name: &str) -> Option<PathBuf> {
+    cargo_json
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|m| m["reason"] == "compiler-artifact" && m["target"]["name"] == name)
+        .filter(|m| {
+            m["target"]["kind"]
+                .as_array()
+                .is_some_and(|k| k.iter().any(|k| k == "bench"))
+        })
+        .filter_map(|m| m["executable"].as_str().map(PathBuf::from))
+        .next_back()
+}
+
+/// The workspace's manifest (this crate sits one folder below it).
+fn workspace_manifest() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("..")
+        .join("Cargo.toml")
+}
+
+fn cargo() -> Command {
+    let mut command = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+    command.arg("--quiet").arg("--color").arg("never");
+    command
+}
+
+/// Runs `command` to its end, killing it after `limit`.
+pub fn run_with_limit(mut command: Command, limit: Duration) -> Result<Output, String> {
+    let mut child = command
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("cannot start it: {e}"))?;
+    // Read the pipes on threads so that a chatty child never blocks on a full pipe.
+    let read = |pipe: Option<Box<dyn std::io::Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut text = Vec::new();
+            if let Some(mut pipe) = pipe {
+                let _ = pipe.read_to_end(&mut text);
+            }
+            text
+        })
+    };
+    let out = read(child.stdout.take().map(|p| Box::new(p) as _));
+    let err = read(child.stderr.take().map(|p| Box::new(p) as _));
+    let started = Instant::now();
+    let status = loop {
+        match child.try_wait().map_err(|e| e.to_string())? {
+            Some(status) => break status,
+            None if started.elapsed() > limit => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(format!(
+                    "it took more than {} s and was stopped",
+                    limit.as_secs()
+                ));
+            }
+            None => std::thread::sleep(Duration::from_millis(50)),
+        }
+    };
+    Ok(Output {
+        status,
+        stdout: out.join().unwrap_or_default(),
+        stderr: err.join().unwrap_or_default(),
+    })
+}
+
+/// The `nbody` example's binary beside this one, built first if missing.
+fn nbody_binary() -> Result<PathBuf, String> {
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let dir = exe.parent().ok_or("this program has no folder")?;
+    let nbody = dir.join(format!("nbody{}", std::env::consts::EXE_SUFFIX));
+    if !nbody.is_file() {
+        let mut build = cargo();
+        build.args(["build", "-p", "nbody", "--manifest-path"]);
+        build.arg(workspace_manifest());
+        if dir.ends_with("release") {
+            build.arg("--release");
+        }
+        let out = run_with_limit(build, Duration::from_secs(900))?;
+        if !out.status.success() || !nbody.is_file() {
+            return Err(format!(
+                "building nbody failed: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            ));
+        }
+    }
+    Ok(nbody)
+}
+
+/// N-Body with `bodies` bodies for `steps` steps: sequential, rayon on 2 threads and the
+/// runtime with 2 workers (fixed), one after the other in one process, results compared bit for
+/// bit by the example.
+pub fn nbody(bodies: usize, steps: usize) -> Result<NBodyTimes, String> {
+    let mut command = Command::new(nbody_binary()?);
+    command.args([
+        "--mode",
+        "all",
+        "--backend",
+        "local",
+        "--tune",
+        "off",
+        "--quiet",
+    ]);
+    command.args(["--workers", "2", "--max-workers", "2"]);
+    command.args([
+        "--bodies",
+        &bodies.to_string(),
+        "--steps",
+        &steps.to_string(),
+    ]);
+    let out = run_with_limit(command, Duration::from_secs(600))?;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if !out.status.success() {
+        return Err(format!("nbody failed: {}", stderr.trim()));
+    }
+    parse_nbody(&stderr).map_err(|e| e.0)
+}
+
+/// Whether `mpirun` is on the `PATH`.
+pub fn mpirun_available() -> bool {
+    std::env::var_os("PATH")
+        .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join("mpirun").is_file()))
+}
+
+/// The runtime's MPI bench: (a) with one worker rank, (b) with two.
+pub fn mpi() -> Result<MpiNumbers, String> {
+    let mut build = cargo();
+    build.args([
+        "bench",
+        "-p",
+        "mw-runtime",
+        "--features",
+        "mpi",
+        "--bench",
+        "mpi",
+    ]);
+    build.args(["--no-run", "--message-format=json", "--manifest-path"]);
+    build.arg(workspace_manifest());
+    let out = run_with_limit(build, Duration::from_secs(1200))?;
+    let json = String::from_utf8_lossy(&out.stdout);
+    let exe = bench_executable(&json, "mpi").ok_or_else(|| {
+        format!(
+            "the MPI bench did not build: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        )
+    })?;
+    let launch = |ranks: &str, half: &str| -> Result<String, String> {
+        let mut command = Command::new("mpirun");
+        command.env("OMPI_ALLOW_RUN_AS_ROOT", "1");
+        command.env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
+        command.args(["--oversubscribe", "-np", ranks]);
+        command.arg(&exe).args(["--bench", "--only", half]);
+        let out = run_with_limit(command, Duration::from_secs(300))?;
+        if !out.status.success() {
+            return Err(format!(
+                "mpirun -np {ranks} failed: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            ));
+        }
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    };
+    let a = parse_mpi(&launch("2", "a")?);
+    let b = parse_mpi(&launch("3", "b")?);
+    Ok(MpiNumbers {
+        empty_ratio: a.empty_ratio,
+        efficiency: b.efficiency,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_are_found_by_the_words_before_them() {
+        assert_eq!(number_after("ratio 0.93", "ratio"), Some(0.93));
+        assert_eq!(number_after("x in 12.5 ms", " in "), Some(12.5));
+        assert_eq!(number_after("a: -3e-2, b", "a:"), Some(-0.03));
+        assert_eq!(number_after("runs at 1.07× rayon's", "runs at"), Some(1.07));
+        assert_eq!(number_after("ratio n/a", "ratio"), None);
+        assert_eq!(number_after("nothing here", "ratio"), None);
+    }
+
+    #[test]
+    fn nbody_output_is_read() {
+        let stderr = "master/worker: 3000 bodies, 10 steps in 412.3 ms on 2 workers\n\
+                      sequential: 790.1 ms; speedup 1.92; results bit-identical\n\
+                      rayon: 401.0 ms on 2 threads (speedup 1.97); master/worker runs at 0.97× \
+                      rayon's speed; results bit-identical\n";
+        let t = parse_nbody(stderr).unwrap();
+        assert_eq!(
+            (t.runtime_ms, t.sequential_ms, t.rayon_ms),
+            (412.3, 790.1, 401.0)
+        );
+        let e = parse_nbody("sequential: 1 ms\n").unwrap_err();
+        assert!(e.0.contains("no master/worker time"), "{e}");
+    }
+
+    #[test]
+    fn mpi_output_is_read() {
+        let stdout = "MPI, 1 worker rank(s), median of 5 rounds\n\
+            (a) empty tasks, chunk 1: hand-written     52000 tasks/s, runtime     48000 tasks/s, ratio 0.92\n\
+            (b) 1 ms tasks: efficiency hand-written (chunk 1) 0.981, runtime (daf) 0.990\n";
+        let m = parse_mpi(stdout);
+        assert_eq!(m.empty_ratio, Some(0.92));
+        assert_eq!(m.efficiency, Some((0.981, 0.990)));
+        assert_eq!(
+            parse_mpi("mpi bench skipped"),
+            MpiNumbers {
+                empty_ratio: None,
+                efficiency: None
+            }
+        );
+    }
+
+    #[test]
+    fn the_bench_executable_comes_from_cargos_messages() {
+        let json = concat!(
+            r#"{"reason":"compiler-artifact","target":{"name":"mpi","kind":["lib"]},"executable":null}"#,
+            "\n",
+            r#"{"reason":"compiler-artifact","target":{"name":"mpi","kind":["bench"]},"executable":"/t/release/deps/mpi-abc"}"#,
+            "\nnot json\n",
+            r#"{"reason":"build-finished","success":true}"#,
+        );
+        assert_eq!(
+            bench_executable(json, "mpi"),
+            Some(PathBuf::from("/t/release/deps/mpi-abc"))
+        );
+        assert_eq!(bench_executable(json, "codec"), None);
+    }
+}

@@ -1,0 +1,510 @@
+//! Model validation (Cesar et al. 2006, §6.3, Figs. 7–10 and Tables 1–4): for a balanced
+//! application of total task time `Tc` and volume `V`, the iteration time `Tt(n)` and the
+//! performance index `Pi(n)` measured with n = 2..40 workers against the model's (DESIGN §6),
+//! asynchronous and synchronous, and the best `n` observed against the best `n` predicted.
+//!
+//! The application is the synthetic program with equal sleeping tasks (`--stddev 0`) cut by
+//! `static` (one chunk per worker: balanced, as the model assumes), the tuner off. The model is
+//! calibrated once per case, the way the paper characterised its network apart from the runs:
+//! `mo`, `k` and `λm` are the medians over the sweep of the runtime's per-run estimates (one
+//! run's least-squares estimate on channels is noisy), `Tc` the drawn task time. The model then
+//! predicts every `n`. The paper's `Tc` of 1 s and 5 s are scaled to 100 ms and 500 ms.
+
+use mw_runtime::model::{self, Params};
+use mw_runtime::{PolicyName, Protocol};
+use mwgen::report::chart::{LineChart, Series};
+use serde_json::json;
+
+use super::{fixed, program, synthetic};
+use crate::doc::{Figure, Section, Table, ms, percent};
+use crate::ideal::{argmin, median, performance_index};
+use crate::{BenchError, Size};
+
+/// One case of the papers' figures.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Case {
+    /// The paper's figure, e.g. `7(a)`.
+    pub figure: &'static str,
+    pub tc_ms: f64,
+    pub volume_bytes: usize,
+    pub protocol: Protocol,
+    /// The paper's table values: best `n` by time (real, expected), best `n` by index (real,
+    /// expected); `None` where the paper prints "–" (beyond the range it ran).
+    pub paper_time: (Option<usize>, Option<usize>),
+    pub paper_index: (Option<usize>, Option<usize>),
+}
+
+/// The paper's Tables 1, 2 and 4, for the cases run here (its `Tc` in seconds, ours scaled).
+const CASES: [Case; 5] = [
+    Case {
+        figure: "7(a)",
+        tc_ms: 100.0,
+        volume_bytes: 100_000,
+        protocol: Protocol::Async,
+        paper_time: (Some(36), Some(32)),
+        paper_index: (Some(15), Some(12)),
+    },
+    Case {
+        figure: "7(b)",
+        tc_ms: 100.0,
+        volume_bytes: 2_000_000,
+        protocol: Protocol::Async,
+        paper_time: (Some(11), Some(64)),
+        paper_index: (Some(9), Some(9)),
+    },
+    Case {
+        figure: "8(a)",
+        tc_ms: 500.0,
+        volume_bytes: 100_000,
+        protocol: Protocol::Async,
+        paper_time: (None, Some(62)),
+        paper_index: (Some(37), Some(35)),
+    },
+    Case {
+        figure: "10(a)",
+        tc_ms: 500.0,
+        volume_bytes: 100_000,
+        protocol: Protocol::Sync,
+        paper_time: (None, Some(55)),
+        paper_index: (Some(38), Some(31)),
+    },
+    Case {
+        figure: "10(b)",
+        tc_ms: 500.0,
+        volume_bytes: 2_000_000,
+        protocol: Protocol::Sync,
+        paper_time: (Some(48), Some(46)),
+        paper_index: (Some(21), Some(21)),
+    },
+];
+
+#[derive(Debug, Clone)]
+struct Plan {
+    cases: Vec<Case>,
+    workers: std::ops::RangeInclusive<usize>,
+    tasks: usize,
+    iterations: usize,
+    /// `Tc` of the cases is multiplied by this.
+    scale: f64,
+}
+
+fn plan(size: Size) -> Plan {
+    match size {
+        Size::Full => Plan {
+            cases: CASES.to_vec(),
+            workers: 2..=40,
+            tasks: 720,
+            iterations: 3,
+            scale: 1.0,
+        },
+        Size::Tiny => Plan {
+            cases: vec![CASES[0], CASES[3]],
+            workers: 2..=6,
+            tasks: 60,
+            iterations: 2,
+            scale: 0.1,
+        },
+    }
+}
+
+/// Measured and predicted at one `n`.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct Point {
+    pub workers: usize,
+    pub measured_ms: f64,
+    pub predicted_ms: f64,
+    pub measured_pi: f64,
+    pub predicted_pi: f64,
+}
+
+/// One case's sweep.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Sweep {
+    pub figure: String,
+    pub protocol: String,
+    pub tc_ms: f64,
+    pub volume_bytes: f64,
+    pub mo_ms: f64,
+    pub k_ms_per_byte: f64,
+    pub lm_ms: f64,
+    pub mcmc: Option<usize>,
+    pub points: Vec<Point>,
+}
+
+impl Sweep {
+    /// Best `n` by measured and predicted time, then by measured and predicted index.
+    pub fn best(&self) -> [Option<usize>; 4] {
+        let pick = |f: fn(&Point) -> f64| {
+            let values: Vec<f64> = self.points.iter().map(f).collect();
+            argmin(&values).map(|i| self.points[i].workers)
+        };
+        [
+            pick(|p| p.measured_ms),
+            pick(|p| p.predicted_ms),
+            pick(|p| p.measured_pi),
+            pick(|p| p.predicted_pi),
+        ]
+    }
+
+    /// The median of |predicted − measured| / measured over the sweep.
+    pub fn median_error(&self) -> f64 {
+        let errors: Vec<f64> = self
+            .points
+            .iter()
+            .filter(|p| p.measured_ms > 0.0)
+            .map(|p| ((p.predicted_ms - p.measured_ms) / p.measured_ms).abs())
+            .collect();
+        median(&errors)
+    }
+}
+
+/// One run at `n` workers: median iteration time, median `λm`, the last estimates of `mo`, `k`,
+/// the volume, `α` and the drawn task time.
+struct Observed {
+    time_ms: f64,
+    lm_ms: f64,
+    mo_ms: Option<f64>,
+    k_ms_per_byte: Option<f64>,
+    volume_bytes: f64,
+    alpha: f64,
+    tc_ms: f64,
+}
+
+fn observe(case: &Case, plan: &Plan, n: usize) -> Result<Observed, BenchError> {
+    let tc = case.tc_ms * plan.scale;
+    let mut prog = program(plan.tasks, plan.iterations, tc / plan.tasks as f64, 0.0);
+    let per_task = case.volume_bytes / plan.tasks / 2;
+    prog.task_bytes = per_task;
+    prog.result_bytes = per_task;
+    let mut run = fixed(n);
+    run.policy = Some(PolicyName::Static);
+    run.protocol = Some(case.protocol);
+    let summary = synthetic(prog, run)?;
+    let its = &summary.metrics.iterations;
+    let last = its.last();
+    let drawn: Vec<f64> = summary
+        .outcome
+        .task_time
+        .iter()
+        .map(|d| d.as_secs_f64() * 1e3)
+        .collect();
+    Ok(Observed {
+        time_ms: median(&its.iter().map(|i| i.time_ms).collect::<Vec<_>>()),
+        lm_ms: median(&its.iter().map(|i| i.lm_ms).collect::<Vec<_>>()),
+        mo_ms: its.iter().rev().find_map(|i| i.mo_ms),
+        k_ms_per_byte: its.iter().rev().find_map(|i| i.k_ms_per_byte),
+        volume_bytes: last.map_or(0.0, |i| i.volume_bytes as f64),
+        alpha: last.map_or(0.5, |i| i.alpha),
+        tc_ms: median(&drawn),
+    })
+}
+
+/// The model's parameters from the runs of a sweep: the medians of their estimates (a run
+/// without an estimate of `mo` or `k` counts as 0); `None` without runs.
+fn calibrated(runs: &[Observed]) -> Option<Params> {
+    let first = runs.first()?;
+    let of = |f: fn(&Observed) -> f64| median(&runs.iter().map(f).collect::<Vec<_>>()).max(0.0);
+    Some(Params {
+        tc_ms: first.tc_ms,
+        volume_bytes: first.volume_bytes,
+        alpha: first.alpha.clamp(0.0, 1.0),
+        mo_ms: of(|o| o.mo_ms.unwrap_or(0.0)),
+        k_ms_per_byte: of(|o| o.k_ms_per_byte.unwrap_or(0.0)),
+        lm_ms: of(|o| o.lm_ms),
+    })
+}
+
+/// Predicted by the model of `params` against measured over `observed` (ascending `n`).
+pub fn compare(
+    figure: &str,
+    protocol: Protocol,
+    params: &Params,
+    observed: &[(usize, f64)],
+) -> Result<Sweep, BenchError> {
+    let model_error = |e: model::ModelError| BenchError(format!("error: model of {figure}: {e}"));
+    let points = observed
+        .iter()
+        .map(|&(n, measured_ms)| {
+            let predicted_ms = model::iteration_time(params, n, protocol).map_err(model_error)?;
+            Ok(Point {
+                workers: n,
+                measured_ms,
+                predicted_ms,
+                measured_pi: performance_index(n, measured_ms, params.tc_ms),
+                predicted_pi: performance_index(n, predicted_ms, params.tc_ms),
+            })
+        })
+        .collect::<Result<Vec<_>, BenchError>>()?;
+    Ok(Sweep {
+        figure: figure.to_owned(),
+        protocol: protocol.to_string(),
+        tc_ms: params.tc_ms,
+        volume_bytes: params.volume_bytes,
+        mo_ms: params.mo_ms,
+        k_ms_per_byte: params.k_ms_per_byte,
+        lm_ms: params.lm_ms,
+        mcmc: model::mcmc(params, protocol).map_err(model_error)?,
+        points,
+    })
+}
+
+fn n_text(n: Option<usize>) -> String {
+    n.map_or("–".into(), |n| n.to_string())
+}
+
+/// The summary table: the paper's best `n` next to ours, per case.
+pub fn summary(sweeps: &[Sweep], cases: &[Case]) -> Table {
+    let mut table = Table::new([
+        "case",
+        "best n by Tt: paper real / expected",
+        "here real / expected",
+        "best n by Pi: paper real / expected",
+        "here real / expected",
+        "MCMC here",
+        "median |error| of Tt",
+    ]);
+    for (sweep, case) in sweeps.iter().zip(cases) {
+        let [t_real, t_exp, pi_real, pi_exp] = sweep.best();
+        table.push([
+            format!(
+                "Fig. {} ({}, Tc {} ms, V {} KB)",
+                case.figure,
+                sweep.protocol,
+                ms(sweep.tc_ms),
+                case.volume_bytes / 1000
+            ),
+            format!(
+                "{} / {}",
+                n_text(case.paper_time.0),
+                n_text(case.paper_time.1)
+            ),
+            format!("{} / {}", n_text(t_real), n_text(t_exp)),
+            format!(
+                "{} / {}",
+                n_text(case.paper_index.0),
+                n_text(case.paper_index.1)
+            ),
+            format!("{} / {}", n_text(pi_real), n_text(pi_exp)),
+            n_text(sweep.mcmc),
+            percent(sweep.median_error())
+                .trim_start_matches('+')
+                .to_owned(),
+        ]);
+    }
+    table
+}
+
+const PAPER: &str = "\
+Cesar et al. (2006), §6.3: synthetic balanced applications on a 100 Mbit/s cluster, `Tc` of 1 s
+(Fig. 7: 100 KB and 2 MB, async), 5 s (Fig. 8: 100 KB and 512 KB, async; Fig. 10: 100 KB and
+2 MB, sync) and 15 s (Fig. 9), 2 to 55 workers. \"It can generally be seen that the model matches
+the application's behavior\"; small errors in `Tt` become large ones in `Pi`, which squares it;
+in Fig. 7(b) the measurements leave the model from 9 workers on, past the MCMC; with sync sends
+\"the differences range from 0.9 % for 2 workers to 17 % for 40 workers\" (Fig. 10(a)). Their
+Tables 1, 2 and 4 give the best number of workers, real and expected (\"–\": beyond the range
+run), in the columns marked *paper* below.";
+
+/// Runs the experiment.
+///
+/// # Errors
+/// A run that failed, or parameters the model rejects.
+pub fn run(size: Size) -> Result<Section, BenchError> {
+    let plan = plan(size);
+    let mut sweeps = Vec::new();
+    let mut figures = Vec::new();
+    for case in &plan.cases {
+        let mut observed = Vec::new();
+        let mut runs = Vec::new();
+        for n in plan.workers.clone() {
+            let o = observe(case, &plan, n)?;
+            observed.push((n, o.time_ms));
+            runs.push(o);
+        }
+        let Some(params) = calibrated(&runs) else {
+            continue;
+        };
+        let sweep = compare(case.figure, case.protocol, &params, &observed)?;
+        let name = case.figure.replace(['(', ')'], "");
+        let points = |f: fn(&Point) -> f64| -> Vec<(f64, f64)> {
+            sweep
+                .points
+                .iter()
+                .map(|p| (p.workers as f64, f(p)))
+                .collect()
+        };
+        figures.push(Figure {
+            file: format!("model-{name}.svg"),
+            caption: format!(
+                "Fig. {}: measured and predicted iteration time and performance index, {}, Tc \
+                 {} ms, V {} KB; the model calibrated on the sweep's median estimates.",
+                case.figure,
+                case.protocol,
+                ms(sweep.tc_ms),
+                case.volume_bytes / 1000
+            ),
+            chart: LineChart {
+                title: format!("Model against measurement, case of Fig. {}", case.figure),
+                x_label: "workers".into(),
+                y_label: "Tt (ms), Pi".into(),
+                series: vec![
+                    Series::line("Tt measured", points(|p| p.measured_ms)),
+                    Series::dashed("Tt predicted", points(|p| p.predicted_ms)),
+                    Series::line("Pi measured", points(|p| p.measured_pi)),
+                    Series::dashed("Pi predicted", points(|p| p.predicted_pi)),
+                ],
+                log_x: false,
+            },
+        });
+        sweeps.push(sweep);
+    }
+    let mut ours = format!(
+        "{} equal sleeping tasks per iteration cut by `static`, {} iterations per run (median \
+         iteration time), n = {}..{}, the paper's `Tc` scaled by 1/10{}. The model's `mo`, \
+         `k` and `λm` are the medians of the runtime's estimates over the sweep, `Tc` the drawn \
+         task time. The best `n`:\n\n",
+        plan.tasks,
+        plan.iterations,
+        plan.workers.start(),
+        plan.workers.end(),
+        if plan.scale == 1.0 {
+            String::new()
+        } else {
+            format!(" and again by {}", plan.scale)
+        }
+    );
+    ours.push_str(&summary(&sweeps, &plan.cases).markdown());
+    ours.push('\n');
+    let mut calib = Table::new(["case", "mo (ms)", "k (ms/B)", "λm (ms)", "V (bytes)"]);
+    for s in &sweeps {
+        calib.push([
+            format!("Fig. {}", s.figure),
+            format!("{:.4}", s.mo_ms),
+            format!("{:.2e}", s.k_ms_per_byte),
+            format!("{:.3}", s.lm_ms),
+            format!("{:.0}", s.volume_bytes),
+        ]);
+    }
+    ours.push_str(&format!(
+        "\nCalibrated parameters (medians over the sweep):\n\n{}\n",
+        calib.markdown()
+    ));
+    ours.push_str(
+        "On threads, `mo` and `k` are those of a channel (microseconds and less than a \
+         nanosecond per byte) where the paper's were a 100 Mbit/s network's: the model predicts \
+         `Tc/n` plus a little, the best `n` by time is the largest run, and the best `n` by \
+         index is where the runtime's own per-worker costs (and sleep granularity) start to \
+         show. What can be compared is how closely `Tt(n)` follows the prediction.\n\n",
+    );
+    if let Some(s) = sweeps.first() {
+        let mut detail = Table::new([
+            "n",
+            "Tt measured",
+            "Tt predicted",
+            "error",
+            "Pi measured",
+            "Pi predicted",
+        ]);
+        for p in &s.points {
+            if matches!(p.workers, 2 | 4 | 8 | 16 | 24 | 32 | 40) || s.points.len() <= 8 {
+                detail.push([
+                    p.workers.to_string(),
+                    ms(p.measured_ms),
+                    ms(p.predicted_ms),
+                    percent((p.predicted_ms - p.measured_ms) / p.measured_ms),
+                    ms(p.measured_pi),
+                    ms(p.predicted_pi),
+                ]);
+            }
+        }
+        ours.push_str(&format!(
+            "Detail of Fig. {} (all points in `results.json` and the figure):\n\n{}\n",
+            s.figure,
+            detail.markdown()
+        ));
+    }
+    Ok(Section {
+        title: "Model validation".into(),
+        paper: PAPER.into(),
+        ours,
+        figures,
+        data: json!({ "sweeps": sweeps }),
+        seconds: 0.0,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn params() -> Params {
+        Params {
+            tc_ms: 1600.0,
+            volume_bytes: 4096.0,
+            alpha: 0.5,
+            mo_ms: 1.0,
+            k_ms_per_byte: 0.001,
+            lm_ms: 0.0,
+        }
+    }
+
+    #[test]
+    fn a_measurement_equal_to_the_model_agrees_on_the_best_n() {
+        // The paper's Fig. 6 example: lowest Tt at 40, lowest Pi at 23.
+        let p = params();
+        let observed: Vec<(usize, f64)> = (10..=60)
+            .map(|n| (n, model::iteration_time(&p, n, Protocol::Async).unwrap()))
+            .collect();
+        let sweep = compare("6", Protocol::Async, &p, &observed).unwrap();
+        assert_eq!(sweep.best(), [Some(40), Some(40), Some(23), Some(23)]);
+        assert_eq!(sweep.median_error(), 0.0);
+    }
+
+    #[test]
+    fn errors_and_real_optima_come_from_the_measurements() {
+        let p = params();
+        // Measured 10 % slower everywhere but at 30 workers, made the fastest.
+        let observed: Vec<(usize, f64)> = (10..=60)
+            .map(|n| {
+                let t = model::iteration_time(&p, n, Protocol::Async).unwrap() * 1.1;
+                (n, if n == 30 { 50.0 } else { t })
+            })
+            .collect();
+        let sweep = compare("6", Protocol::Async, &p, &observed).unwrap();
+        let [real, expected, pi_real, _] = sweep.best();
+        assert_eq!((real, expected, pi_real), (Some(30), Some(40), Some(30)));
+        assert!((sweep.median_error() - 0.1 / 1.1).abs() < 1e-9);
+    }
+
+    #[test]
+    fn calibration_takes_the_medians_of_the_sweep() {
+        let run = |mo: Option<f64>, lm_ms| Observed {
+            time_ms: 1.0,
+            lm_ms,
+            mo_ms: mo,
+            k_ms_per_byte: Some(1e-6),
+            volume_bytes: 1000.0,
+            alpha: 0.5,
+            tc_ms: 100.0,
+        };
+        let p = calibrated(&[run(Some(0.3), 1.0), run(Some(0.01), 2.0), run(None, 3.0)]).unwrap();
+        assert_eq!((p.mo_ms, p.k_ms_per_byte, p.lm_ms), (0.01, 1e-6, 2.0));
+        assert_eq!((p.tc_ms, p.volume_bytes, p.alpha), (100.0, 1000.0, 0.5));
+        assert!(calibrated(&[]).is_none());
+    }
+
+    #[test]
+    fn the_summary_shows_the_papers_numbers_beside_ours() {
+        let p = params();
+        let observed: Vec<(usize, f64)> = (2..=4)
+            .map(|n| (n, model::iteration_time(&p, n, Protocol::Async).unwrap()))
+            .collect();
+        let sweep = compare("7(a)", Protocol::Async, &p, &observed).unwrap();
+        let md = summary(&[sweep], &CASES[..1]).markdown();
+        let line = md.lines().nth(2).unwrap();
+        assert!(
+            line.contains("36 / 32") && line.contains("15 / 12"),
+            "{line}"
+        );
+        assert!(line.contains("4 / 4"), "{line}");
+    }
+}
