@@ -169,7 +169,7 @@ pub(crate) struct Probe {
     transfers: Vec<Transfer>,
     /// Master time in `partition` and `end_iteration` (every worker idle).
     pub serial: Duration,
-    /// Master time in `recover`.
+    /// Master time handling answers: from receipt, the bookkeeping and the `recover` calls.
     pub recover: Duration,
 }
 
@@ -288,7 +288,7 @@ pub(crate) struct Observation {
     pub active: usize,
     /// Master time in `partition` and `end_iteration`, while no worker has anything to do.
     pub serial_ms: f64,
-    /// Master time in `recover`.
+    /// Master time handling answers: from receipt, the bookkeeping and the `recover` calls.
     pub recover_ms: f64,
     pub bytes_to: u64,
     pub bytes_from: u64,

@@ -47,6 +47,82 @@ fn scenarios(pool: usize) -> Vec<(String, Scenario, PolicyName, Protocol)> {
     out
 }
 
+/// Messages of every size, from a few bytes to well past what travels whole (64 KiB): a shared
+/// part of 256 KiB and results of up to 160 KiB, each checked word by word.
+struct Bulky {
+    iterations: usize,
+    recovered: usize,
+    wrong: Vec<String>,
+}
+
+/// The shared part of iteration `i`.
+fn bulky_shared(i: usize) -> Vec<u64> {
+    (0..32 * 1024).map(|k| (k * 7 + i) as u64).collect()
+}
+
+/// Words in the answer to task `t`: 0 to 20 000.
+fn bulky_len(t: usize) -> usize {
+    [0, 1, 100, 8 * 1024, 20_000][t % 5]
+}
+
+/// Word `k` of the answer to task `t` of iteration `i`.
+fn bulky_word(i: usize, t: usize, k: usize) -> u64 {
+    (i * 1_000_003 + t * 30_011 + k) as u64 ^ 0x5a5a
+}
+
+impl Master for Bulky {
+    type Task = (u32, u32);
+    type Result = Vec<u64>;
+    type Shared = Vec<u64>;
+
+    fn partition(&mut self, it: &Iteration) -> Work<Vec<u64>, (u32, u32)> {
+        if it.index == self.iterations {
+            return Work::new(Vec::new(), Vec::new());
+        }
+        let tasks = (0..12).map(|t| (t as u32, bulky_len(t) as u32)).collect();
+        Work::new(bulky_shared(it.index), tasks)
+    }
+
+    fn recover(&mut self, task: TaskId, result: Vec<u64>) {
+        let (i, t) = (self.recovered / 12, task.index());
+        let expected: Vec<u64> = (0..bulky_len(t)).map(|k| bulky_word(i, t, k)).collect();
+        if result != expected {
+            self.wrong
+                .push(format!("iteration {i}, task {t}: {} words", result.len()));
+        }
+        self.recovered += 1;
+    }
+
+    fn final_work(&mut self) -> mw_runtime::Result<()> {
+        if !self.wrong.is_empty() {
+            return Err(format!("wrong results: {}", self.wrong.join("; ")).into());
+        }
+        if self.recovered != 12 * self.iterations {
+            return Err(format!("{} results recovered", self.recovered).into());
+        }
+        Ok(())
+    }
+}
+
+struct Echo;
+
+impl Worker for Echo {
+    type Task = (u32, u32);
+    type Result = Vec<u64>;
+    type Shared = Vec<u64>;
+
+    /// Answers with the words of `bulky_word`, for the iteration the shared part names; a shared
+    /// part that did not arrive whole gives an empty answer, which the master reports.
+    fn do_work(&mut self, shared: &Vec<u64>, task: &(u32, u32)) -> Vec<u64> {
+        let i = shared.first().map_or(0, |&w| w as usize);
+        if *shared != bulky_shared(i) {
+            return Vec::new();
+        }
+        let t = task.0 as usize;
+        (0..task.1 as usize).map(|k| bulky_word(i, t, k)).collect()
+    }
+}
+
 fn main() {
     if std::env::var_os("OMPI_COMM_WORLD_SIZE").is_none() && std::env::var_os("PMI_SIZE").is_none()
     {
@@ -103,6 +179,31 @@ fn main() {
             Err(e) => {
                 failed += 1;
                 println!("FAILED {name}: {e}");
+            }
+        }
+    }
+
+    for protocol in [Protocol::Sync, Protocol::Async] {
+        let config = RunConfig {
+            backend: BackendChoice::Mpi,
+            ..config(pool, PolicyName::Fsc, protocol, 0.5)
+        };
+        let outcome = mw_runtime::run_config(
+            &config,
+            || Bulky {
+                iterations: 3,
+                recovered: 0,
+                wrong: Vec::new(),
+            },
+            || Echo,
+        );
+        if rank == 0 {
+            match outcome {
+                Ok(_) => passed += 1,
+                Err(e) => {
+                    failed += 1;
+                    println!("FAILED large messages/{protocol}: {e}");
+                }
             }
         }
     }

@@ -265,7 +265,7 @@ where
             self.activate(&mut round, worker)?;
         }
         for &worker in &chosen {
-            self.dispatch(&mut round, worker)?;
+            self.dispatch(&mut round, worker, Instant::now())?;
         }
         // The prediction is made now, while the first chunks are out and the master would only
         // wait: from the measurements of earlier iterations alone.
@@ -281,10 +281,10 @@ where
             self.trace.received(waiting, worker, &message);
             match (worker, message) {
                 (worker, FromWorker::Done(done)) => {
-                    let recovered = self.recover(&mut round, worker, done, at)?;
+                    let (recovered, now) = self.recover(&mut round, worker, done, at)?;
                     outstanding -= recovered;
                     self.progress.tasks_done(recovered);
-                    self.dispatch(&mut round, worker)?;
+                    self.dispatch(&mut round, worker, now)?;
                 }
                 (worker, FromWorker::Failed(failed)) => {
                     self.reassign(&mut round, worker, failed)?
@@ -322,8 +322,9 @@ where
     }
 
     /// Gives `worker` its next chunk: a failed worker's chunk first, else a new one cut by the
-    /// policy; with nothing left, the worker waits idle.
-    fn dispatch(&mut self, round: &mut Round<M>, worker: usize) -> Result<()> {
+    /// policy; with nothing left, the worker waits idle. `now` is the caller's latest clock
+    /// reading: with empty tasks, a read costs as much as the rest of a dispatch.
+    fn dispatch(&mut self, round: &mut Round<M>, worker: usize, now: Instant) -> Result<()> {
         let (first, tasks) = if let Some(retry) = round.retry.pop_front() {
             retry
         } else if round.uncut > 0 {
@@ -350,7 +351,7 @@ where
         self.next_chunk_id += 1;
         round
             .probe
-            .chunk_sent(worker, chunk.encoded_len() as u64, Instant::now());
+            .chunk_sent(worker, chunk.encoded_len() as u64, now);
         round.in_flight[worker] = Some(InFlight {
             chunk: chunk.id,
             first,
@@ -362,14 +363,16 @@ where
         sent
     }
 
-    /// Hands a chunk's results to `recover`, one call per task; returns how many.
+    /// Hands a chunk's results, received at `at`, to `recover`, one call per task; returns how
+    /// many, and when it was done. The master's time for the answer counts from `at`: its
+    /// bookkeeping and the `recover` calls.
     fn recover(
         &mut self,
         round: &mut Round<M>,
         worker: usize,
         done: Done<M::Result>,
         at: Instant,
-    ) -> Result<usize> {
+    ) -> Result<(usize, Instant)> {
         let flight = match round.in_flight.get_mut(worker).and_then(Option::take) {
             Some(flight) if flight.chunk == done.chunk && flight.len == done.results.len() => {
                 flight
@@ -389,15 +392,15 @@ where
             .answered(worker, done.encoded_len() as u64, at, busy, &done.task_ms);
         self.stats.record(worker, &done.task_ms);
         self.policy.chunk_done(worker, flight.len, busy);
-        let started = Instant::now();
         let recovering = self.trace.mark();
         for (offset, result) in done.results.into_iter().enumerate() {
             self.master.recover(TaskId(flight.first + offset), result);
         }
-        round.probe.recover += started.elapsed();
+        let now = Instant::now();
+        round.probe.recover += now.saturating_duration_since(at);
         self.trace
             .recovered(recovering, worker, flight.chunk, flight.len);
-        Ok(flight.len)
+        Ok((flight.len, now))
     }
 
     /// A worker's `do_work` panicked: retire it, and re-run its chunk on another worker.
@@ -450,12 +453,12 @@ where
             // Every healthy worker takes part already: the idle ones pick the chunk up.
             while !round.retry.is_empty() {
                 let Some(idle) = round.idle.pop() else { break };
-                self.dispatch(round, idle)?;
+                self.dispatch(round, idle, Instant::now())?;
             }
             return Ok(());
         };
         self.activate(round, spare)?;
-        self.dispatch(round, spare)
+        self.dispatch(round, spare, Instant::now())
     }
 
     /// Derives the iteration's measurements, lets the tuner act on them, and records the

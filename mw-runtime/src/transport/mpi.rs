@@ -5,16 +5,24 @@
 //! two branches describe what really happens.
 //!
 //! Nobody waits in a blocking receive: Open MPI's busy-polls a core, which would steal it from the
-//! workers on an oversubscribed node. Waiting processes probe (`MPI_Improbe`), spinning briefly
-//! when an answer is due soon and sleeping with exponential backoff otherwise, so parked workers
-//! cost next to nothing.
+//! workers on an oversubscribed node. A waiting process posts a receive (`MPI_Irecv`) into a
+//! buffer it keeps, and tests it, spinning briefly when an answer is due soon and sleeping with
+//! exponential backoff otherwise, so parked workers cost next to nothing. The receive is posted
+//! only while the process waits, so a message is matched when its receiver asks for it, as with
+//! a blocking receive (which is what a synchronous send waits for).
+//!
+//! Messages of up to [`INLINE`] bytes travel whole into that buffer. A longer one is announced
+//! there by an empty message (its tag with [`FOLLOWS`] set) and its body follows on a second
+//! communicator, where the receiver probes for it and receives it at its exact size. Bodies keep
+//! their order because each communicator keeps the order of its messages between two ranks.
 
 use std::marker::PhantomData;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use mpi::Tag;
-use mpi::point_to_point::{Destination, MatchedReceiveVec, Source};
+use mpi::datatype::Equivalence;
+use mpi::point_to_point::{Destination, MatchedReceiveVec, Source, Status};
 use mpi::topology::{Communicator, Rank, SimpleCommunicator};
 
 use super::{Chunk, Failed, FromWorker, MasterLink, ToWorker, WorkerLink};
@@ -31,23 +39,36 @@ const FAILED: Tag = 13;
 const FINISHED: Tag = 14;
 /// A worker could not decode what the master sent: the run cannot go on.
 const FATAL: Tag = 15;
+/// Set in the tag of an announcement: the body follows on the bulk communicator.
+const FOLLOWS: Tag = 1 << 8;
 
-/// Waits between probes: busy for the first microseconds (answers on a node come back that
+/// The longest message sent whole; the receive buffer each process keeps has this size.
+const INLINE: usize = 64 * 1024;
+/// Send buffers the master keeps for reuse, at most.
+const SPARE: usize = 64;
+
+/// Waits between tests: busy for the first microseconds (answers on a node come back that
 /// fast), then yielding the core until `spin` has passed, then sleeping, doubling up to `max`.
 struct Backoff {
-    started: Instant,
+    /// When the clock was first read; the first [`QUICK`] waits do not read it.
+    started: Option<Instant>,
+    waits: u32,
     spin: Duration,
     sleep: Duration,
     max: Duration,
 }
 
-/// How long a probe loop stays busy before it starts yielding the core.
+/// How long a test loop stays busy before it starts yielding the core.
 const BUSY: Duration = Duration::from_micros(20);
+/// Waits that only spin, before the clock is read at all: a clock read costs as much as a test,
+/// and an answer due soon usually arrives within them.
+const QUICK: u32 = 64;
 
 impl Backoff {
     fn new(spin: Duration, max: Duration) -> Self {
         Backoff {
-            started: Instant::now(),
+            started: None,
+            waits: 0,
             spin,
             sleep: Duration::from_micros(10),
             max,
@@ -55,7 +76,12 @@ impl Backoff {
     }
 
     fn wait(&mut self) {
-        let waited = self.started.elapsed();
+        if self.waits < QUICK && !self.spin.is_zero() {
+            self.waits += 1;
+            std::hint::spin_loop();
+            return;
+        }
+        let waited = self.started.get_or_insert_with(Instant::now).elapsed();
         if waited < BUSY.min(self.spin) {
             std::hint::spin_loop();
         } else if waited < self.spin {
@@ -67,15 +93,97 @@ impl Backoff {
     }
 }
 
-/// Probes `source` until a message arrives, then receives it whole.
-fn receive(source: &impl Source, mut backoff: Backoff) -> (Vec<u8>, Rank, Tag) {
-    loop {
-        if let Some(probed) = source.immediate_matched_probe() {
-            let (bytes, status) = probed.matched_receive_vec::<u8>();
-            return (bytes, status.source_rank(), status.tag());
+/// One end of a run's two communicators, with the receive buffer kept across messages.
+struct Endpoint {
+    /// Whole messages and announcements.
+    inline: SimpleCommunicator,
+    /// Bodies of announced messages.
+    bulk: SimpleCommunicator,
+    inbox: Vec<u8>,
+}
+
+/// Where a received message's bytes are.
+enum Body {
+    /// The first bytes of the endpoint's buffer.
+    Inline(usize),
+    /// A body that followed its announcement.
+    Bulk(Vec<u8>),
+}
+
+impl Endpoint {
+    /// `world` and a duplicate of it (a collective call: every rank makes it together).
+    fn new(world: SimpleCommunicator) -> Self {
+        let bulk = world.duplicate();
+        Endpoint {
+            inline: world,
+            bulk,
+            inbox: vec![0; INLINE],
         }
-        backoff.wait();
     }
+
+    /// Waits for the next message from `from` (any worker when `None`): its sender, tag and body.
+    fn receive(&mut self, from: Option<Rank>, backoff: Backoff) -> (Rank, Tag, Body) {
+        let status = match from {
+            Some(rank) => await_into(&self.inline.process_at_rank(rank), &mut self.inbox, backoff),
+            None => await_into(&self.inline.any_process(), &mut self.inbox, backoff),
+        };
+        let (rank, tag) = (status.source_rank(), status.tag());
+        if tag & FOLLOWS == 0 {
+            let len = status.count(u8::equivalent_datatype());
+            return (rank, tag, Body::Inline(usize::try_from(len).unwrap_or(0)));
+        }
+        // The body was sent right after its announcement: it is due at once.
+        let tag = tag & !FOLLOWS;
+        let mut backoff = Backoff::new(Duration::from_millis(1), Duration::from_millis(1));
+        let source = self.bulk.process_at_rank(rank);
+        let (bytes, _) = loop {
+            if let Some(probed) = source.immediate_matched_probe_with_tag(tag) {
+                break probed.matched_receive_vec::<u8>();
+            }
+            backoff.wait();
+        };
+        (rank, tag, Body::Bulk(bytes))
+    }
+
+    fn bytes<'a>(&'a self, body: &'a Body) -> &'a [u8] {
+        match body {
+            Body::Inline(len) => &self.inbox[..*len],
+            Body::Bulk(bytes) => bytes,
+        }
+    }
+
+    /// Sends `bytes` to `rank` now: synchronously (returning once the receiver has it) or as a
+    /// standard send (returning once the buffer is free again).
+    fn send(&self, rank: Rank, tag: Tag, bytes: &[u8], synchronous: bool) {
+        let send = |comm: &SimpleCommunicator, tag, bytes: &[u8]| {
+            let to = comm.process_at_rank(rank);
+            if synchronous {
+                to.synchronous_send_with_tag(bytes, tag);
+            } else {
+                to.send_with_tag(bytes, tag);
+            }
+        };
+        if bytes.len() <= INLINE {
+            send(&self.inline, tag, bytes);
+        } else {
+            send(&self.inline, tag | FOLLOWS, &[]);
+            send(&self.bulk, tag, bytes);
+        }
+    }
+}
+
+/// Posts a receive into `inbox` and tests it until a message has arrived.
+fn await_into(source: &impl Source, inbox: &mut [u8], mut backoff: Backoff) -> Status {
+    mpi::request::scope(|scope| {
+        let mut request = source.immediate_receive_into(scope, inbox);
+        loop {
+            match request.test() {
+                Ok(status) => return status,
+                Err(pending) => request = pending,
+            }
+            backoff.wait();
+        }
+    })
 }
 
 fn decode<T: Message>(bytes: &[u8]) -> std::result::Result<T, DecodeError> {
@@ -96,12 +204,29 @@ fn decode_shared<T, S: Message>(bytes: &[u8]) -> std::result::Result<ToWorker<T,
     })
 }
 
+/// Encoded bytes waiting to be sent: the shared part is encoded once for every worker.
+enum Outgoing {
+    Own(Vec<u8>),
+    Shared(Arc<[u8]>),
+}
+
+impl Outgoing {
+    fn bytes(&self) -> &[u8] {
+        match self {
+            Outgoing::Own(bytes) => bytes,
+            Outgoing::Shared(bytes) => bytes,
+        }
+    }
+}
+
 /// The master's end (rank 0).
 pub(crate) struct MpiMaster<S> {
-    world: SimpleCommunicator,
+    end: Endpoint,
     protocol: Protocol,
     /// Async sends waiting to be posted together.
-    queued: Vec<(Rank, Tag, Arc<[u8]>)>,
+    queued: Vec<(Rank, Tag, Outgoing)>,
+    /// Buffers of sent messages, kept to encode the next ones into.
+    spare: Vec<Vec<u8>>,
     /// The shared part is encoded once per iteration, not once per worker: the iteration index
     /// (a varint), then the part.
     shared: Option<(Arc<S>, Arc<[u8]>)>,
@@ -110,45 +235,78 @@ pub(crate) struct MpiMaster<S> {
 impl<S> MpiMaster<S> {
     pub(crate) fn new(world: SimpleCommunicator, protocol: Protocol) -> Self {
         MpiMaster {
-            world,
+            end: Endpoint::new(world),
             protocol,
             queued: Vec::new(),
+            spare: Vec::new(),
             shared: None,
+        }
+    }
+
+    /// Sends one message: now under the sync protocol, else queued for the next flush.
+    fn post(&mut self, rank: Rank, tag: Tag, bytes: Outgoing) {
+        match self.protocol {
+            Protocol::Sync => {
+                self.end.send(rank, tag, bytes.bytes(), true);
+                self.recycle(bytes);
+            }
+            Protocol::Async => self.queued.push((rank, tag, bytes)),
+        }
+    }
+
+    /// Keeps a sent message's buffer for the next one, unless it is large (a fresh allocation
+    /// costs little next to copying a large message) or enough are kept already.
+    fn recycle(&mut self, bytes: Outgoing) {
+        if let Outgoing::Own(mut bytes) = bytes {
+            if bytes.capacity() <= INLINE && self.spare.len() < SPARE {
+                bytes.clear();
+                self.spare.push(bytes);
+            }
         }
     }
 
     /// Posts every queued send and waits until all have completed.
     fn flush(&mut self) {
-        if self.queued.is_empty() {
-            return;
-        }
-        let queued = std::mem::take(&mut self.queued);
-        let world = &self.world;
-        if let [(rank, tag, bytes)] = &queued[..] {
+        match &self.queued[..] {
+            [] => return,
             // One message: a standard send completes as soon as the buffer is reusable, which is
             // what posting and waiting would do, for less.
-            world.process_at_rank(*rank).send_with_tag(&bytes[..], *tag);
-            return;
-        }
-        mpi::request::scope(|scope| {
-            let requests: Vec<_> = queued
-                .iter()
-                .map(|(rank, tag, bytes)| {
-                    world
-                        .process_at_rank(*rank)
-                        .immediate_send_with_tag(scope, &bytes[..], *tag)
-                })
-                .collect();
-            for request in requests {
-                request.wait();
+            [(rank, tag, bytes)] => self.end.send(*rank, *tag, bytes.bytes(), false),
+            queued => {
+                let end = &self.end;
+                mpi::request::scope(|scope| {
+                    let mut requests = Vec::with_capacity(2 * queued.len());
+                    for (rank, tag, bytes) in queued {
+                        let bytes = bytes.bytes();
+                        if bytes.len() <= INLINE {
+                            let to = end.inline.process_at_rank(*rank);
+                            requests.push(to.immediate_send_with_tag(scope, bytes, *tag));
+                        } else {
+                            let to = end.inline.process_at_rank(*rank);
+                            requests.push(to.immediate_send_with_tag(
+                                scope,
+                                &[0u8; 0][..],
+                                tag | FOLLOWS,
+                            ));
+                            let to = end.bulk.process_at_rank(*rank);
+                            requests.push(to.immediate_send_with_tag(scope, bytes, *tag));
+                        }
+                    }
+                    for request in requests {
+                        request.wait();
+                    }
+                });
             }
-        });
+        }
+        while let Some((_, _, bytes)) = self.queued.pop() {
+            self.recycle(bytes);
+        }
     }
 }
 
 impl<T: Message, S: Message, R: Message> MasterLink<T, S, R> for MpiMaster<S> {
     fn pool(&self) -> usize {
-        (self.world.size() - 1) as usize
+        (self.end.inline.size() - 1) as usize
     }
 
     fn backend(&self) -> &'static str {
@@ -156,7 +314,9 @@ impl<T: Message, S: Message, R: Message> MasterLink<T, S, R> for MpiMaster<S> {
     }
 
     fn send(&mut self, worker: usize, message: ToWorker<T, S>) -> Result<()> {
-        let (tag, bytes): (Tag, Arc<[u8]>) = match message {
+        let rank = Rank::try_from(worker + 1)
+            .map_err(|_| Error::backend(format!("no worker {worker} in the pool")))?;
+        let (tag, bytes) = match message {
             ToWorker::Shared { iteration, part } => {
                 let bytes = match &self.shared {
                     Some((cached, bytes)) if Arc::ptr_eq(cached, &part) => Arc::clone(bytes),
@@ -171,39 +331,36 @@ impl<T: Message, S: Message, R: Message> MasterLink<T, S, R> for MpiMaster<S> {
                         bytes
                     }
                 };
-                (SHARED, bytes)
+                (SHARED, Outgoing::Shared(bytes))
             }
-            ToWorker::Chunk(chunk) => (CHUNK, codec::encode(&chunk).into()),
-            ToWorker::Stop => (STOP, Arc::from([])),
+            ToWorker::Chunk(chunk) => {
+                let mut bytes = self.spare.pop().unwrap_or_default();
+                chunk.encode(&mut bytes);
+                (CHUNK, Outgoing::Own(bytes))
+            }
+            ToWorker::Stop => (STOP, Outgoing::Own(self.spare.pop().unwrap_or_default())),
         };
-        let rank = Rank::try_from(worker + 1)
-            .map_err(|_| Error::backend(format!("no worker {worker} in the pool")))?;
-        match self.protocol {
-            Protocol::Sync => self
-                .world
-                .process_at_rank(rank)
-                .synchronous_send_with_tag(&bytes[..], tag),
-            Protocol::Async => self.queued.push((rank, tag, bytes)),
-        }
+        self.post(rank, tag, bytes);
         Ok(())
     }
 
     fn recv(&mut self) -> Result<(usize, FromWorker<T, R>)> {
         self.flush();
         let backoff = Backoff::new(Duration::from_micros(200), Duration::from_micros(100));
-        let (bytes, rank, tag) = receive(&self.world.any_process(), backoff);
+        let (rank, tag, body) = self.end.receive(None, backoff);
+        let bytes = self.end.bytes(&body);
         let worker = (rank - 1) as usize;
         let message = match tag {
             READY => FromWorker::Ready {
-                error: decode(&bytes)?,
+                error: decode(bytes)?,
             },
-            DONE => FromWorker::Done(decode(&bytes)?),
-            FAILED => FromWorker::Failed(decode(&bytes)?),
+            DONE => FromWorker::Done(decode(bytes)?),
+            FAILED => FromWorker::Failed(decode(bytes)?),
             FINISHED => FromWorker::Finished {
-                error: decode(&bytes)?,
+                error: decode(bytes)?,
             },
             FATAL => {
-                let reason: String = decode(&bytes)?;
+                let reason: String = decode(bytes)?;
                 return Err(Error::backend(format!("worker {worker} gave up: {reason}")));
             }
             other => {
@@ -218,28 +375,34 @@ impl<T: Message, S: Message, R: Message> MasterLink<T, S, R> for MpiMaster<S> {
 
 /// A worker's end (ranks 1 and up).
 pub(crate) struct MpiWorker<T, R> {
-    world: SimpleCommunicator,
+    end: Endpoint,
     protocol: Protocol,
     /// The master answers soon (we just returned a chunk or got the shared part): spin first.
     expecting: bool,
+    /// The buffer answers are encoded into, kept across messages (unless large).
+    outbox: Vec<u8>,
     _messages: PhantomData<fn(T) -> R>,
 }
 
 impl<T, R> MpiWorker<T, R> {
     pub(crate) fn new(world: SimpleCommunicator, protocol: Protocol) -> Self {
         MpiWorker {
-            world,
+            end: Endpoint::new(world),
             protocol,
             expecting: false,
+            outbox: Vec::new(),
             _messages: PhantomData,
         }
     }
 
-    fn send_bytes(&self, tag: Tag, bytes: &[u8]) {
-        let master = self.world.process_at_rank(0);
-        match self.protocol {
-            Protocol::Sync => master.synchronous_send_with_tag(bytes, tag),
-            Protocol::Async => master.send_with_tag(bytes, tag),
+    /// Encodes `message` and sends it to the master by the protocol.
+    fn send_encoded(&mut self, tag: Tag, message: &impl Message) {
+        self.outbox.clear();
+        message.encode(&mut self.outbox);
+        let synchronous = self.protocol == Protocol::Sync;
+        self.end.send(0, tag, &self.outbox, synchronous);
+        if self.outbox.capacity() > INLINE {
+            self.outbox = Vec::new();
         }
     }
 }
@@ -249,17 +412,18 @@ impl<T: Message, S: Message, R: Message> WorkerLink<T, S, R> for MpiWorker<T, R>
         let backoff = if self.expecting {
             Backoff::new(Duration::from_millis(1), Duration::from_millis(1))
         } else {
-            // Parked: nothing is due, so sleep right away (up to 5 ms between probes).
+            // Parked: nothing is due, so sleep right away (up to 5 ms between tests).
             Backoff::new(Duration::ZERO, Duration::from_millis(5))
         };
-        let (bytes, _, tag) = receive(&self.world.process_at_rank(0), backoff);
+        let (_, tag, body) = self.end.receive(Some(0), backoff);
+        let bytes = self.end.bytes(&body);
         let message = match tag {
-            SHARED => decode_shared(&bytes),
-            CHUNK => decode::<Chunk<T>>(&bytes).map(ToWorker::Chunk),
+            SHARED => decode_shared(bytes),
+            CHUNK => decode::<Chunk<T>>(bytes).map(ToWorker::Chunk),
             STOP => Ok(ToWorker::Stop),
             other => {
                 let reason = format!("unknown message tag {other} from the master");
-                self.send_bytes(FATAL, &codec::encode(&reason));
+                self.send_encoded(FATAL, &reason);
                 return None;
             }
         };
@@ -269,21 +433,20 @@ impl<T: Message, S: Message, R: Message> WorkerLink<T, S, R> for MpiWorker<T, R>
                 Some(message)
             }
             Err(e) => {
-                self.send_bytes(FATAL, &codec::encode(&e.to_string()));
+                self.send_encoded(FATAL, &e.to_string());
                 None
             }
         }
     }
 
     fn send(&mut self, message: FromWorker<T, R>) -> bool {
-        let (tag, bytes) = match &message {
-            FromWorker::Ready { error } => (READY, codec::encode(error)),
-            FromWorker::Done(done) => (DONE, codec::encode(done)),
-            FromWorker::Failed(failed) => (FAILED, codec::encode(failed)),
-            FromWorker::Finished { error } => (FINISHED, codec::encode(error)),
-        };
         self.expecting = matches!(message, FromWorker::Done(_) | FromWorker::Ready { .. });
-        self.send_bytes(tag, &bytes);
+        match &message {
+            FromWorker::Ready { error } => self.send_encoded(READY, error),
+            FromWorker::Done(done) => self.send_encoded(DONE, done),
+            FromWorker::Failed(failed) => self.send_encoded(FAILED, failed),
+            FromWorker::Finished { error } => self.send_encoded(FINISHED, error),
+        }
         true
     }
 }
