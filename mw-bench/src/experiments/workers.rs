@@ -234,9 +234,10 @@ pub fn run(size: Size) -> Result<Section, BenchError> {
             let changes = tuned.trajectory.windows(2).filter(|w| w[0] != w[1]).count();
             let last = tuned.trajectory.last().copied().unwrap_or(0);
             let most = tuned.trajectory.iter().copied().max().unwrap_or(0);
+            let plural = if changes == 1 { "" } else { "s" };
             ours.push_str(&format!(
-                "Tuned under `{load}`: {changes} changes of `nworkers`, at most {most}, {last} at \
-                 the end.\n\n"
+                "Tuned under `{load}`: {changes} change{plural} of `nworkers`, at most {most}, \
+                 {last} at the end.\n\n"
             ));
         }
         let name = load.split(':').next().unwrap_or(load);
