@@ -106,9 +106,9 @@ pub struct NewArgs {
     pub runtime_path: Option<PathBuf>,
 
     /// Make the project a member of the enclosing workspace: its version, edition, lints and
-    /// dependency versions come from the workspace's [workspace.package], [workspace.lints] and
-    /// [workspace.dependencies] (as the mwgen repository's examples do), and it has no
-    /// [workspace] table of its own
+    /// dependency versions come from the workspace's `[workspace.package]`, `[workspace.lints]`
+    /// and `[workspace.dependencies]` (as the mwgen repository's examples do), and it has no
+    /// `[workspace]` table of its own
     #[arg(long, help_heading = "Project")]
     pub workspace_member: bool,
 }
