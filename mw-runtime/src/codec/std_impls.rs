@@ -42,6 +42,14 @@ macro_rules! plain_numbers {
                         stringify!($t),
                     )),
                 };
+                if len <= SHORT {
+                    // A zeroed allocation and a copy cost more than they save on a few values.
+                    return Ok(bytes.chunks_exact(size_of::<$t>()).map(|chunk| {
+                        let mut a = [0; size_of::<$t>()];
+                        a.copy_from_slice(chunk);
+                        <$t>::from_le_bytes(a)
+                    }).collect());
+                }
                 let mut items: Vec<$t> = vec![0 as $t; len];
                 <$t as FromLeBytes>::fill(&mut items, bytes);
                 Ok(items)
@@ -86,6 +94,9 @@ macro_rules! plain_numbers {
         }
     )*};
 }
+
+/// Vectors of plain numbers up to this length decode value by value; longer ones in one copy.
+const SHORT: usize = 16;
 
 /// Plain numbers that can be filled from their little-endian bytes in one copy.
 trait FromLeBytes: Sized {
