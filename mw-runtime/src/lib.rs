@@ -60,6 +60,7 @@ extern crate self as mw_runtime;
 pub mod __private;
 pub mod agree;
 pub mod app;
+mod clock;
 pub mod codec;
 pub mod config;
 mod engine;

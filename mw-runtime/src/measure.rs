@@ -10,8 +10,15 @@
 //! and one `Transfer` per chunk — `receive − send entry − processing` — from which the tuner
 //! estimates `mo` and `k` by least squares. Recording costs two clock reads and a few additions
 //! per chunk.
+//!
+//! A chunk prefetched to a worker that still holds another waits there until that one is done,
+//! so its trip says nothing of the network: only chunks sent to a worker holding none give a
+//! `Transfer`.
 
-use std::time::{Duration, Instant};
+use std::collections::VecDeque;
+use std::time::Duration;
+
+use crate::clock::Instant;
 
 /// Count, sum and sum of squares of a series of durations in milliseconds: enough for the mean
 /// and standard deviation, and cheap to merge (workers send one per chunk).
@@ -156,12 +163,24 @@ pub struct Transfer {
     pub ms: f64,
 }
 
+/// What was sent to a worker and not yet answered.
+#[derive(Debug, Clone, Copy)]
+struct Sent {
+    /// Send entry.
+    entry: Instant,
+    bytes: u64,
+    /// Sent while the worker held another chunk: its trip includes the wait behind that one.
+    queued: bool,
+}
+
 /// The measure points of one iteration as the master records them.
 #[derive(Debug)]
 pub(crate) struct Probe {
     shared_bytes: u64,
-    /// Per worker: entry time and bytes of what was sent and not yet answered.
-    outstanding: Vec<Option<(Instant, u64)>>,
+    /// Per worker: the shared part sent ahead of its first chunk, not yet counted in one.
+    shared: Vec<Option<Instant>>,
+    /// Per worker: the chunks sent and not yet answered, oldest first.
+    outstanding: Vec<VecDeque<Sent>>,
     busy: Vec<Duration>,
     tasks: Vec<Moments>,
     pub bytes_to: u64,
@@ -177,7 +196,8 @@ impl Probe {
     pub(crate) fn new(pool: usize, shared_bytes: u64) -> Self {
         Probe {
             shared_bytes,
-            outstanding: vec![None; pool],
+            shared: vec![None; pool],
+            outstanding: vec![VecDeque::new(); pool],
             busy: vec![Duration::ZERO; pool],
             tasks: vec![Moments::default(); pool],
             bytes_to: 0,
@@ -188,21 +208,36 @@ impl Probe {
         }
     }
 
-    /// The shared part is about to be sent to `worker`: its trip starts now.
+    /// The shared part is about to be sent to `worker`: the trip of its first chunk starts now.
     pub(crate) fn shared_sent(&mut self, worker: usize, entry: Instant) {
         self.bytes_to += self.shared_bytes;
-        if let Some(slot) = self.outstanding.get_mut(worker) {
-            *slot = Some((entry, self.shared_bytes));
+        if let Some(slot) = self.shared.get_mut(worker) {
+            *slot = Some(entry);
         }
     }
 
     /// A chunk of `bytes` is about to be sent to `worker` (send entry).
     pub(crate) fn chunk_sent(&mut self, worker: usize, bytes: u64, entry: Instant) {
         self.bytes_to += bytes;
-        if let Some(slot) = self.outstanding.get_mut(worker) {
-            let (since, before) = slot.unwrap_or((entry, 0));
-            *slot = Some((since, before + bytes));
-        }
+        let (Some(shared), Some(outstanding)) = (
+            self.shared.get_mut(worker),
+            self.outstanding.get_mut(worker),
+        ) else {
+            return;
+        };
+        let sent = match shared.take() {
+            Some(since) => Sent {
+                entry: since,
+                bytes: self.shared_bytes + bytes,
+                queued: !outstanding.is_empty(),
+            },
+            None => Sent {
+                entry,
+                bytes,
+                queued: !outstanding.is_empty(),
+            },
+        };
+        outstanding.push_back(sent);
     }
 
     /// `worker`'s answer of `bytes` was received at `at`, after `busy` processing time.
@@ -221,19 +256,25 @@ impl Probe {
         if let Some(t) = self.tasks.get_mut(worker) {
             t.merge(tasks);
         }
-        if let Some((entry, sent)) = self.outstanding.get_mut(worker).and_then(Option::take) {
-            let trip = at.saturating_duration_since(entry).saturating_sub(busy);
+        let sent = self
+            .outstanding
+            .get_mut(worker)
+            .and_then(VecDeque::pop_front);
+        if let Some(sent) = sent.filter(|s| !s.queued) {
+            let trip = at
+                .saturating_duration_since(sent.entry)
+                .saturating_sub(busy);
             self.transfers.push(Transfer {
-                bytes: (sent + bytes) as f64,
+                bytes: (sent.bytes + bytes) as f64,
                 ms: ms(trip),
             });
         }
     }
 
-    /// The chunk out at `worker` will not be answered (the worker failed).
+    /// The chunks out at `worker` will not be answered (the worker failed).
     pub(crate) fn abandoned(&mut self, worker: usize) {
-        if let Some(slot) = self.outstanding.get_mut(worker) {
-            *slot = None;
+        if let Some(outstanding) = self.outstanding.get_mut(worker) {
+            outstanding.clear();
         }
     }
 

@@ -57,6 +57,9 @@ pub struct IterationMetrics {
     pub predicted_ms: Option<f64>,
     /// Task count of each chunk, in the order the chunks were cut.
     pub chunk_sizes: Vec<usize>,
+    /// Chunks sent ahead (prefetched) to a worker that still held another.
+    #[serde(default)]
+    pub prefetched: usize,
     /// Processing time of each worker of the pool in this iteration, in ms.
     pub busy_ms: Vec<f64>,
     /// Mean time of one task in this iteration, in ms (`μ`).

@@ -39,12 +39,15 @@ proptest! {
         (pool, scenario) in (1usize..=8).prop_flat_map(|pool| (Just(pool), scenarios(pool))),
         policy in policies(),
         protocol in protocols(),
-        factor in prop::sample::select(vec![0.1, 0.5, 1.0]),
+        factor in prop::sample::select(vec![0.01, 0.1, 0.5, 1.0]),
         tune in prop::sample::select(vec![TuneMode::Off, TuneMode::On]),
+        prefetch in prop::option::of(0usize..=2),
     ) {
         // With tuning on, the tuner may change nworkers and factor between iterations too.
         let config = RunConfig {
             tuning: TuningConfig { mode: tune, persistence: 1, ..TuningConfig::default() },
+            // Chunks sent ahead need the async protocol.
+            prefetch: prefetch.filter(|_| protocol == Protocol::Async),
             ..config(pool, policy, protocol, factor)
         };
         let metrics = run(&scenario, &config).unwrap();
@@ -118,6 +121,57 @@ fn a_panicking_worker_loses_nothing() {
         );
         assert_eq!(metrics.iterations[2].busy_ms[0], 0.0);
     }
+}
+
+#[test]
+fn chunks_go_ahead_while_plenty_is_left() {
+    // Chunks of one task on 2 workers: each holds one more while at least
+    // (prefetch + 1) · 2 tasks are left to cut.
+    let scenario = Scenario {
+        iterations: vec![vec![20; 40]],
+        nworkers: vec![],
+        panic_at: None,
+    };
+    for (prefetch, most) in [(Some(0), 0), (None, 40 - 2), (Some(2), 40 - 2)] {
+        let config = RunConfig {
+            prefetch,
+            ..config(2, PolicyName::Fsc, Protocol::Async, 1.0 / 40.0)
+        };
+        let metrics = run(&scenario, &config).unwrap();
+        let it = &metrics.iterations[0];
+        assert!(it.prefetched <= most, "{prefetch:?}: {}", it.prefetched);
+        if most > 0 {
+            assert!(it.prefetched >= 10, "{prefetch:?}: {}", it.prefetched);
+        }
+        assert_eq!(it.chunk_sizes, vec![1; 40]);
+    }
+    // One chunk per worker: nothing is left to send ahead.
+    let metrics = run(
+        &scenario,
+        &config(2, PolicyName::Static, Protocol::Async, 0.5),
+    )
+    .unwrap();
+    assert_eq!(metrics.iterations[0].prefetched, 0);
+}
+
+#[test]
+fn chunks_held_behind_a_panic_are_run_elsewhere() {
+    // Worker 0 panics on its first task while holding a second chunk sent ahead: that chunk
+    // comes back unprocessed and runs on worker 1, and the run records one failure.
+    let scenario = Scenario {
+        iterations: vec![vec![200; 30]; 2],
+        nworkers: vec![],
+        panic_at: Some(0),
+    };
+    let config = RunConfig {
+        prefetch: Some(2),
+        ..config(2, PolicyName::Fsc, Protocol::Async, 1.0 / 30.0)
+    };
+    let metrics = run(&scenario, &config).unwrap();
+    assert!(metrics.iterations[0].prefetched > 0);
+    assert_eq!(metrics.failures.len(), 1, "{:?}", metrics.failures);
+    assert_eq!(metrics.failures[0].worker, 0);
+    assert_eq!(metrics.iterations[1].workers, 1);
 }
 
 #[test]

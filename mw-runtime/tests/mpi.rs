@@ -14,8 +14,10 @@ use mw_runtime::mpi::topology::Communicator;
 use mw_runtime::prelude::*;
 use mw_runtime::{ErrorKind, PolicyName, RunConfig};
 
-/// Scenarios for a pool of `pool` workers, the same on every rank.
-fn scenarios(pool: usize) -> Vec<(String, Scenario, PolicyName, Protocol)> {
+/// Scenarios for a pool of `pool` workers, the same on every rank: every policy, protocol,
+/// with and without a panicking worker, and under async also in small chunks with two sent
+/// ahead to each worker.
+fn scenarios(pool: usize) -> Vec<(String, Scenario, RunConfig)> {
     let mut state = 0x5eed_u64;
     let mut next = move |n: u64| {
         state = state
@@ -24,8 +26,13 @@ fn scenarios(pool: usize) -> Vec<(String, Scenario, PolicyName, Protocol)> {
         (state >> 33) % n
     };
     let mut out = Vec::new();
+    let settings = [
+        (Protocol::Sync, 0.3, None),
+        (Protocol::Async, 0.3, None),
+        (Protocol::Async, 0.02, Some(2)),
+    ];
     for policy in PolicyName::ALL {
-        for protocol in [Protocol::Sync, Protocol::Async] {
+        for (protocol, factor, prefetch) in settings {
             for panics in [false, true] {
                 if panics && pool < 2 {
                     continue;
@@ -39,8 +46,15 @@ fn scenarios(pool: usize) -> Vec<(String, Scenario, PolicyName, Protocol)> {
                     nworkers,
                     panic_at: panics.then_some(1),
                 };
-                let name = format!("{policy}/{protocol}/panic={panics}");
-                out.push((name, scenario, policy, protocol));
+                let name = format!(
+                    "{policy}/{protocol}/factor={factor}/prefetch={prefetch:?}/panic={panics}"
+                );
+                let config = RunConfig {
+                    backend: BackendChoice::Mpi,
+                    prefetch,
+                    ..config(pool, policy, protocol, factor)
+                };
+                out.push((name, scenario, config));
             }
         }
     }
@@ -48,9 +62,12 @@ fn scenarios(pool: usize) -> Vec<(String, Scenario, PolicyName, Protocol)> {
 }
 
 /// Messages of every size, from a few bytes to well past what travels whole (64 KiB): a shared
-/// part of 256 KiB and results of up to 160 KiB, each checked word by word.
+/// part of 256 KiB, tasks and results of up to 160 KiB, each checked word by word. In chunks of
+/// one task with two sent ahead, large chunks wait at busy workers while those send large
+/// answers back: the master must not wait for a chunk to be taken before it takes an answer.
 struct Bulky {
     iterations: usize,
+    tasks: usize,
     recovered: usize,
     wrong: Vec<String>,
 }
@@ -70,21 +87,31 @@ fn bulky_word(i: usize, t: usize, k: usize) -> u64 {
     (i * 1_000_003 + t * 30_011 + k) as u64 ^ 0x5a5a
 }
 
+/// A task: its number, the length of its answer, and a payload the worker checks.
+type BulkyTask = (u32, u32, Vec<u64>);
+
+/// The payload of task `t`: as long as its answer, of other words.
+fn bulky_payload(t: usize) -> Vec<u64> {
+    (0..bulky_len(t + 2)).map(|k| (t * 77 + k) as u64).collect()
+}
+
 impl Master for Bulky {
-    type Task = (u32, u32);
+    type Task = BulkyTask;
     type Result = Vec<u64>;
     type Shared = Vec<u64>;
 
-    fn partition(&mut self, it: &Iteration) -> Work<Vec<u64>, (u32, u32)> {
+    fn partition(&mut self, it: &Iteration) -> Work<Vec<u64>, BulkyTask> {
         if it.index == self.iterations {
             return Work::new(Vec::new(), Vec::new());
         }
-        let tasks = (0..12).map(|t| (t as u32, bulky_len(t) as u32)).collect();
+        let tasks = (0..self.tasks)
+            .map(|t| (t as u32, bulky_len(t) as u32, bulky_payload(t)))
+            .collect();
         Work::new(bulky_shared(it.index), tasks)
     }
 
     fn recover(&mut self, task: TaskId, result: Vec<u64>) {
-        let (i, t) = (self.recovered / 12, task.index());
+        let (i, t) = (self.recovered / self.tasks, task.index());
         let expected: Vec<u64> = (0..bulky_len(t)).map(|k| bulky_word(i, t, k)).collect();
         if result != expected {
             self.wrong
@@ -97,7 +124,7 @@ impl Master for Bulky {
         if !self.wrong.is_empty() {
             return Err(format!("wrong results: {}", self.wrong.join("; ")).into());
         }
-        if self.recovered != 12 * self.iterations {
+        if self.recovered != self.tasks * self.iterations {
             return Err(format!("{} results recovered", self.recovered).into());
         }
         Ok(())
@@ -107,19 +134,20 @@ impl Master for Bulky {
 struct Echo;
 
 impl Worker for Echo {
-    type Task = (u32, u32);
+    type Task = BulkyTask;
     type Result = Vec<u64>;
     type Shared = Vec<u64>;
 
     /// Answers with the words of `bulky_word`, for the iteration the shared part names; a shared
-    /// part that did not arrive whole gives an empty answer, which the master reports.
-    fn do_work(&mut self, shared: &Vec<u64>, task: &(u32, u32)) -> Vec<u64> {
+    /// part or a payload that did not arrive whole gives an empty answer, which the master
+    /// reports.
+    fn do_work(&mut self, shared: &Vec<u64>, (t, len, payload): &BulkyTask) -> Vec<u64> {
         let i = shared.first().map_or(0, |&w| w as usize);
-        if *shared != bulky_shared(i) {
+        let t = *t as usize;
+        if *shared != bulky_shared(i) || *payload != bulky_payload(t) {
             return Vec::new();
         }
-        let t = task.0 as usize;
-        (0..task.1 as usize).map(|k| bulky_word(i, t, k)).collect()
+        (0..*len as usize).map(|k| bulky_word(i, t, k)).collect()
     }
 }
 
@@ -141,11 +169,7 @@ fn main() {
     }
     let pool = size - 1;
     let (mut passed, mut failed) = (0, 0);
-    for (name, scenario, policy, protocol) in scenarios(pool) {
-        let config = RunConfig {
-            backend: BackendChoice::Mpi,
-            ..config(pool, policy, protocol, 0.3)
-        };
+    for (name, scenario, config) in scenarios(pool) {
         if rank == 0 {
             println!("running {name}");
         }
@@ -183,26 +207,42 @@ fn main() {
         }
     }
 
-    for protocol in [Protocol::Sync, Protocol::Async] {
+    let tasks = 15 * pool;
+    let bulky = [
+        (Protocol::Sync, 0.5, None),
+        (Protocol::Async, 0.5, None),
+        (Protocol::Async, 1.0 / tasks as f64, Some(2)),
+    ];
+    for (protocol, factor, prefetch) in bulky {
         let config = RunConfig {
             backend: BackendChoice::Mpi,
-            ..config(pool, PolicyName::Fsc, protocol, 0.5)
+            prefetch,
+            ..config(pool, PolicyName::Fsc, protocol, factor)
         };
         let outcome = mw_runtime::run_config(
             &config,
             || Bulky {
                 iterations: 3,
+                tasks,
                 recovered: 0,
                 wrong: Vec::new(),
             },
             || Echo,
         );
         if rank == 0 {
+            let ahead = |r: &mw_runtime::Report| {
+                r.metrics()
+                    .map_or(0, |m| m.iterations.iter().map(|i| i.prefetched).sum())
+            };
             match outcome {
+                Ok(report) if prefetch.is_some() && ahead(&report) == 0 => {
+                    failed += 1;
+                    println!("FAILED large messages/{protocol}/prefetch: no chunk went ahead");
+                }
                 Ok(_) => passed += 1,
                 Err(e) => {
                     failed += 1;
-                    println!("FAILED large messages/{protocol}: {e}");
+                    println!("FAILED large messages/{protocol}/prefetch={prefetch:?}: {e}");
                 }
             }
         }

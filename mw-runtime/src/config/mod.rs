@@ -75,6 +75,9 @@ pub struct RunArgs {
     /// Message protocol [default: async]
     #[arg(long, value_name = "P")]
     pub protocol: Option<Protocol>,
+    /// Chunks a worker may hold beyond the one it processes, so it never waits for the next; 0 turns it off [default: 1 under async; sync: 0]
+    #[arg(long, value_name = "CHUNKS", value_parser = parse_prefetch)]
+    pub prefetch: Option<usize>,
     /// Communication backend [default: auto]
     #[arg(long, value_name = "B")]
     pub backend: Option<BackendChoice>,
@@ -122,6 +125,18 @@ fn parse_count(text: &str) -> std::result::Result<usize, String> {
     }
 }
 
+fn parse_prefetch(text: &str) -> std::result::Result<usize, String> {
+    match text.trim().parse::<usize>() {
+        Ok(n) if n <= MAX_PREFETCH => Ok(n),
+        Ok(_) => Err(format!("at most {MAX_PREFETCH} chunks")),
+        Err(_) => Err(format!("`{text}` is not a whole number")),
+    }
+}
+
+/// The most chunks a worker may hold beyond the one it processes: one hides the round trip;
+/// a few more ride out a master that is briefly busy elsewhere.
+pub const MAX_PREFETCH: usize = 8;
+
 fn parse_load(text: &str) -> std::result::Result<LoadPattern, LoadError> {
     text.parse()
 }
@@ -148,6 +163,7 @@ pub struct RunSection {
     pub factor: Option<f64>,
     pub min_chunk: Option<usize>,
     pub protocol: Option<Protocol>,
+    pub prefetch: Option<usize>,
     pub backend: Option<BackendChoice>,
     pub metrics: Option<PathBuf>,
     pub trace: Option<PathBuf>,
@@ -212,6 +228,9 @@ pub struct RunConfig {
     pub factor: f64,
     pub min_chunk: usize,
     pub protocol: Protocol,
+    /// Chunks a worker may hold beyond the one it processes (under `async`); `None`: 1 under
+    /// `async`, 0 under `sync`. See [`RunConfig::prefetch_depth`].
+    pub prefetch: Option<usize>,
     pub backend: BackendChoice,
     pub metrics: Option<PathBuf>,
     /// What the tuner may change, within which range, how cautiously, towards what.
@@ -237,6 +256,7 @@ impl Default for RunConfig {
             factor: 0.5,
             min_chunk: 1,
             protocol: Protocol::Async,
+            prefetch: None,
             backend: BackendChoice::Auto,
             metrics: None,
             tuning: TuningConfig::default(),
@@ -302,6 +322,7 @@ impl RunConfig {
                 .or(file.min_chunk)
                 .unwrap_or(defaults.min_chunk),
             protocol: args.protocol.or(file.protocol).unwrap_or(defaults.protocol),
+            prefetch: args.prefetch.or(file.prefetch),
             backend: args.backend.or(file.backend).unwrap_or(defaults.backend),
             metrics: args.metrics.clone().or_else(|| file.metrics.clone()),
             tuning: TuningConfig {
@@ -326,7 +347,8 @@ impl RunConfig {
         Ok(config)
     }
 
-    /// Checks ranges: at least one worker, `workers ≤ max_workers`, factor in `(0, 1]`.
+    /// Checks ranges: at least one worker, `workers ≤ max_workers`, factor in `(0, 1]`, prefetch
+    /// only under `async`.
     ///
     /// # Errors
     /// The first value out of range, with what to do.
@@ -352,7 +374,39 @@ impl RunConfig {
             ));
         }
         check_factor(self.factor)?;
+        match self.prefetch {
+            Some(n) if n > MAX_PREFETCH => {
+                return Err(Error::config(
+                    format!("error: `prefetch` = {n} is more than {MAX_PREFETCH} chunks"),
+                    "one chunk ahead hides the round trip: set --prefetch 1 (or up to 8)",
+                ));
+            }
+            Some(n) if n > 0 && self.protocol == Protocol::Sync => {
+                return Err(Error::config(
+                    format!("error: `prefetch` = {n} needs the async protocol"),
+                    "under sync a send waits until the worker takes the message, and a busy \
+                     worker takes its next chunk only when it is done: use --protocol async, or \
+                     --prefetch 0",
+                ));
+            }
+            _ => {}
+        }
         self.tuning.validate()
+    }
+
+    /// Chunks a worker may hold beyond the one it is processing: the next ones wait at the
+    /// worker, so it starts on them as soon as it is done instead of after a round trip to the
+    /// master. `prefetch` when given, else 1 under `async` and 0 under `sync` (a synchronous send
+    /// to a busy worker would hold the master until that worker is done).
+    ///
+    /// The engine hands chunks out ahead only while many tasks are left to cut, so the last
+    /// chunks of an iteration still go to whichever worker is free first.
+    pub fn prefetch_depth(&self) -> usize {
+        match (self.prefetch, self.protocol) {
+            (_, Protocol::Sync) => 0,
+            (Some(n), Protocol::Async) => n,
+            (None, Protocol::Async) => 1,
+        }
     }
 
     /// Threads to start on the local backend: `max_workers` when given. Otherwise, when the

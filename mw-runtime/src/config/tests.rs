@@ -74,6 +74,69 @@ fn invalid_values_are_refused_with_help() {
 }
 
 #[test]
+fn prefetch_defaults_to_one_chunk_ahead_under_async_only() {
+    let merged = |section: &str, args: RunArgs| {
+        let file = ConfigFile::parse(section).unwrap();
+        RunConfig::merge(&file.run, &args)
+    };
+    let config = merged("", RunArgs::default()).unwrap();
+    assert_eq!(config.prefetch_depth(), 1);
+    let sync = RunArgs {
+        protocol: Some(Protocol::Sync),
+        ..RunArgs::default()
+    };
+    assert_eq!(merged("", sync.clone()).unwrap().prefetch_depth(), 0);
+    let config = merged(
+        "[run]
+prefetch = 3
+",
+        RunArgs::default(),
+    )
+    .unwrap();
+    assert_eq!(config.prefetch_depth(), 3);
+    let off = RunArgs {
+        prefetch: Some(0),
+        ..RunArgs::default()
+    };
+    assert_eq!(
+        merged(
+            "[run]
+prefetch = 3
+",
+            off
+        )
+        .unwrap()
+        .prefetch_depth(),
+        0
+    );
+    // Asked for under sync, or too deep: refused, saying what to do.
+    let e = merged(
+        "[run]
+prefetch = 1
+",
+        sync,
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.contains("`prefetch` = 1 needs the async protocol") && e.contains("--prefetch 0"),
+        "{e}"
+    );
+    let e = merged(
+        "[run]
+prefetch = 20
+",
+        RunArgs::default(),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.contains("more than 8 chunks") && e.contains("help:"),
+        "{e}"
+    );
+}
+
+#[test]
 fn unknown_keys_and_policies_in_the_file_are_reported_with_position() {
     let e = ConfigFile::parse("[run]\nwokers = 2\n").unwrap_err();
     assert!(e.contains("wokers") && e.contains("line 2"), "{e}");
@@ -93,6 +156,8 @@ fn flags_are_checked_by_clap() {
     assert!(Cli::try_parse_from(["app", "--factor", "0"]).is_err());
     assert!(Cli::try_parse_from(["app", "--workers", "0"]).is_err());
     assert!(Cli::try_parse_from(["app", "--policy", "nope"]).is_err());
+    assert!(Cli::try_parse_from(["app", "--prefetch", "9"]).is_err());
+    assert!(Cli::try_parse_from(["app", "--prefetch", "x"]).is_err());
     let ok = Cli::try_parse_from([
         "app",
         "--workers",

@@ -3,7 +3,9 @@
 
 use std::collections::VecDeque;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use crate::clock::{self, Instant};
 
 use crate::app::{Flow, Iteration, Master, Setup, TaskId};
 use crate::codec::Message;
@@ -30,7 +32,7 @@ where
     M: Master,
     L: MasterLink<M::Task, M::Shared, M::Result>,
 {
-    let started = Instant::now();
+    let started = clock::now();
     let pool = link.pool();
     let tunables = TunablesHandle::new(config.tunables(pool), pool);
     let mut engine = Engine {
@@ -73,7 +75,7 @@ where
     let outcome = outcome
         .and(shutdown)
         .and_then(|()| engine.master.final_work());
-    engine.metrics.total_ms = ms(started.elapsed());
+    engine.metrics.total_ms = ms(clock::since(started));
     // The trace is written even when the run failed: that is when it is most wanted.
     let traced = engine.write_trace(outcome.is_ok());
     outcome?;
@@ -118,11 +120,17 @@ struct Round<M: Master> {
     next_task: usize,
     /// Chunks of failed workers, to hand out before new ones.
     retry: VecDeque<(usize, Vec<M::Task>)>,
-    in_flight: Vec<Option<InFlight>>,
+    /// Per worker, the chunks it holds in the order it will answer them: the one it processes,
+    /// then those prefetched.
+    in_flight: Vec<VecDeque<InFlight>>,
+    /// Workers taking part.
+    workers: usize,
     active: Vec<bool>,
     /// Active workers with nothing to do right now.
     idle: Vec<usize>,
     chunk_sizes: Vec<usize>,
+    /// Chunks sent to a worker that held another.
+    prefetched: usize,
     /// The measure points.
     probe: Probe,
     /// Time the tuner spent on this iteration.
@@ -222,10 +230,10 @@ where
 
     /// Runs one iteration; `None` when `partition` returned no tasks.
     fn iteration(&mut self, it: &Iteration) -> Result<Option<Flow>> {
-        let started = Instant::now();
+        let started = clock::now();
         self.trace.iteration_begins(it.index);
         let work = self.master.partition(it);
-        let partitioned = started.elapsed();
+        let partitioned = clock::since(started);
         self.trace.master(started, MasterWork::Partition);
         if work.tasks.is_empty() {
             return Ok(None);
@@ -243,10 +251,12 @@ where
             uncut: tasks,
             next_task: 0,
             retry: VecDeque::new(),
-            in_flight: (0..pool).map(|_| None).collect(),
+            in_flight: (0..pool).map(|_| VecDeque::new()).collect(),
+            workers: it.workers,
             active: vec![false; pool],
             idle: Vec::new(),
             chunk_sizes: Vec::new(),
+            prefetched: 0,
             probe,
             tuning: Duration::ZERO,
         };
@@ -264,27 +274,33 @@ where
         for &worker in &chosen {
             self.activate(&mut round, worker)?;
         }
+        // Breadth first: every worker gets a chunk before any gets one ahead.
         for &worker in &chosen {
-            self.dispatch(&mut round, worker, Instant::now())?;
+            if !self.dispatch(&mut round, worker, clock::now())? {
+                round.idle.push(worker);
+            }
+        }
+        for &worker in &chosen {
+            self.prefetch(&mut round, worker, clock::now())?;
         }
         // The prediction is made now, while the first chunks are out and the master would only
         // wait: from the measurements of earlier iterations alone.
-        let predicting = Instant::now();
+        let predicting = clock::now();
         let predicted = self.tuner.predict(tasks, chosen.len());
-        round.tuning += predicting.elapsed();
+        round.tuning += clock::since(predicting);
 
         let mut outstanding = tasks;
         while outstanding > 0 {
             let waiting = self.trace.mark();
             let (worker, message) = self.link.recv()?;
-            let at = Instant::now();
+            let at = clock::now();
             self.trace.received(waiting, worker, &message);
             match (worker, message) {
                 (worker, FromWorker::Done(done)) => {
                     let (recovered, now) = self.recover(&mut round, worker, done, at)?;
                     outstanding -= recovered;
                     self.progress.tasks_done(recovered);
-                    self.dispatch(&mut round, worker, now)?;
+                    self.supply(&mut round, worker, now)?;
                 }
                 (worker, FromWorker::Failed(failed)) => {
                     self.reassign(&mut round, worker, failed)?
@@ -298,11 +314,11 @@ where
             }
         }
 
-        let closing = Instant::now();
+        let closing = clock::now();
         let flow = self.master.end_iteration(it);
-        round.probe.serial += closing.elapsed();
+        round.probe.serial += clock::since(closing);
         self.trace.master(closing, MasterWork::EndIteration);
-        let elapsed = started.elapsed();
+        let elapsed = clock::since(started);
         self.record(it, round, tasks, elapsed, predicted);
         self.trace.iteration_ends(it.index, started);
         self.progress.iteration_ends();
@@ -314,17 +330,47 @@ where
         round.active[worker] = true;
         let part = Arc::clone(&round.shared);
         let iteration = round.index;
-        round.probe.shared_sent(worker, Instant::now());
+        round.probe.shared_sent(worker, clock::now());
         let sending = self.trace.mark();
         let sent = self.link.send(worker, ToWorker::Shared { iteration, part });
         self.trace.shared_sent(sending, worker);
         sent
     }
 
-    /// Gives `worker` its next chunk: a failed worker's chunk first, else a new one cut by the
-    /// policy; with nothing left, the worker waits idle. `now` is the caller's latest clock
-    /// reading: with empty tasks, a read costs as much as the rest of a dispatch.
-    fn dispatch(&mut self, round: &mut Round<M>, worker: usize, now: Instant) -> Result<()> {
+    /// Keeps `worker`, which just answered, supplied: a chunk now if it holds none (with nothing
+    /// left, it waits idle), then as many ahead as `prefetch` allows.
+    fn supply(&mut self, round: &mut Round<M>, worker: usize, now: Instant) -> Result<()> {
+        if round.in_flight[worker].is_empty() && !self.dispatch(round, worker, now)? {
+            round.idle.push(worker);
+            return Ok(());
+        }
+        self.prefetch(round, worker, now)
+    }
+
+    /// Sends `worker`, already holding a chunk, more while it holds no more than `prefetch`
+    /// beyond the one it processes and the work left is plenty: at least `prefetch + 1` chunks
+    /// of the size it holds for every worker taking part. The last chunks of the iteration are
+    /// then still handed out by self-scheduling, to whoever is free first, and a failed
+    /// worker's chunks go to a free worker, never to the back of a queue.
+    fn prefetch(&mut self, round: &mut Round<M>, worker: usize, now: Instant) -> Result<()> {
+        let depth = self.config.prefetch_depth();
+        loop {
+            let held = &round.in_flight[worker];
+            let Some(last) = held.back() else {
+                return Ok(());
+            };
+            let plenty = (depth + 1) * round.workers * last.len;
+            if held.len() > depth || !round.retry.is_empty() || round.uncut < plenty {
+                return Ok(());
+            }
+            self.dispatch(round, worker, now)?;
+        }
+    }
+
+    /// Sends `worker` a chunk: a failed worker's chunk first, else a new one cut by the policy.
+    /// `false` when nothing is left to send. `now` is the caller's latest clock reading: with
+    /// empty tasks, a read costs as much as the rest of a dispatch.
+    fn dispatch(&mut self, round: &mut Round<M>, worker: usize, now: Instant) -> Result<bool> {
         let (first, tasks) = if let Some(retry) = round.retry.pop_front() {
             retry
         } else if round.uncut > 0 {
@@ -338,10 +384,11 @@ where
             round.next_task += size;
             round.uncut -= size;
             round.chunk_sizes.push(size);
-            (first, round.tasks.by_ref().take(size).collect())
+            let mut tasks = self.link.spare_tasks();
+            tasks.extend(round.tasks.by_ref().take(size));
+            (first, tasks)
         } else {
-            round.idle.push(worker);
-            return Ok(());
+            return Ok(false);
         };
         let chunk = Chunk {
             id: self.next_chunk_id,
@@ -352,15 +399,16 @@ where
         round
             .probe
             .chunk_sent(worker, chunk.encoded_len() as u64, now);
-        round.in_flight[worker] = Some(InFlight {
+        round.prefetched += usize::from(!round.in_flight[worker].is_empty());
+        round.in_flight[worker].push_back(InFlight {
             chunk: chunk.id,
             first,
             len: chunk.tasks.len(),
         });
         let (id, len, sending) = (chunk.id, chunk.tasks.len(), self.trace.mark());
-        let sent = self.link.send(worker, ToWorker::Chunk(chunk));
+        self.link.send(worker, ToWorker::Chunk(chunk))?;
         self.trace.chunk_sent(sending, worker, id, len);
-        sent
+        Ok(true)
     }
 
     /// Hands a chunk's results, received at `at`, to `recover`, one call per task; returns how
@@ -373,7 +421,11 @@ where
         done: Done<M::Result>,
         at: Instant,
     ) -> Result<(usize, Instant)> {
-        let flight = match round.in_flight.get_mut(worker).and_then(Option::take) {
+        let flight = match round
+            .in_flight
+            .get_mut(worker)
+            .and_then(VecDeque::pop_front)
+        {
             Some(flight) if flight.chunk == done.chunk && flight.len == done.results.len() => {
                 flight
             }
@@ -396,25 +448,45 @@ where
         for (offset, result) in done.results.into_iter().enumerate() {
             self.master.recover(TaskId(flight.first + offset), result);
         }
-        let now = Instant::now();
+        let now = clock::now();
         round.probe.recover += now.saturating_duration_since(at);
         self.trace
             .recovered(recovering, worker, flight.chunk, flight.len);
         Ok((flight.len, now))
     }
 
-    /// A worker's `do_work` panicked: retire it, and re-run its chunk on another worker.
+    /// A worker's `do_work` panicked: retire it, and re-run its chunk on another worker. The
+    /// chunks it held behind that one come back unprocessed, and go to other workers too.
     fn reassign(
         &mut self,
         round: &mut Round<M>,
         worker: usize,
         failed: Failed<M::Task>,
     ) -> Result<()> {
-        let Some(flight) = round.in_flight.get_mut(worker).and_then(Option::take) else {
+        let Some(flight) = round
+            .in_flight
+            .get_mut(worker)
+            .and_then(VecDeque::pop_front)
+        else {
             return Err(Error::backend(format!(
                 "worker {worker} reported a failure without holding a chunk"
             )));
         };
+        if failed.chunk != flight.chunk || failed.tasks.len() != flight.len {
+            return Err(Error::backend(format!(
+                "worker {worker} returned {} tasks of chunk {} as failed, but holds {} tasks of \
+                 chunk {}",
+                failed.tasks.len(),
+                failed.chunk,
+                flight.len,
+                flight.chunk
+            )));
+        }
+        round.retry.push_back((flight.first, failed.tasks));
+        if !self.healthy[worker] {
+            // A chunk that waited behind the one that failed: the worker was retired already.
+            return self.place_retries(round, flight.first, &failed.message);
+        }
         self.healthy[worker] = false;
         round.active[worker] = false;
         round.probe.abandoned(worker);
@@ -431,34 +503,35 @@ where
             tasks: flight.len,
             message: failed.message.clone(),
         });
-        if failed.tasks.len() != flight.len {
-            return Err(Error::backend(format!(
-                "worker {worker} returned {} of the {} tasks of a failed chunk",
-                failed.tasks.len(),
-                flight.len
-            )));
-        }
-        round.retry.push_back((flight.first, failed.tasks));
-
-        let Some(spare) = (0..self.healthy.len()).find(|&w| self.healthy[w] && !round.active[w])
-        else {
-            if !self.healthy.contains(&true) {
-                return Err(ErrorKind::TaskFailed {
-                    iteration: round.index,
-                    task: flight.first,
-                    message: failed.message,
-                }
-                .into());
-            }
-            // Every healthy worker takes part already: the idle ones pick the chunk up.
-            while !round.retry.is_empty() {
-                let Some(idle) = round.idle.pop() else { break };
-                self.dispatch(round, idle, Instant::now())?;
+        // A worker that takes no part yet replaces the failed one.
+        if let Some(spare) = (0..self.healthy.len()).find(|&w| self.healthy[w] && !round.active[w])
+        {
+            self.activate(round, spare)?;
+            if !self.dispatch(round, spare, clock::now())? {
+                round.idle.push(spare);
             }
             return Ok(());
-        };
-        self.activate(round, spare)?;
-        self.dispatch(round, spare, Instant::now())
+        }
+        self.place_retries(round, flight.first, &failed.message)
+    }
+
+    /// Hands the chunks waiting to be re-run to idle workers; busy ones take them when they
+    /// answer. With no healthy worker left, the task that failed (`first`, with `message`)
+    /// fails the run.
+    fn place_retries(&mut self, round: &mut Round<M>, first: usize, message: &str) -> Result<()> {
+        if !self.healthy.contains(&true) {
+            return Err(ErrorKind::TaskFailed {
+                iteration: round.index,
+                task: first,
+                message: message.to_owned(),
+            }
+            .into());
+        }
+        while !round.retry.is_empty() {
+            let Some(idle) = round.idle.pop() else { break };
+            self.dispatch(round, idle, clock::now())?;
+        }
+        Ok(())
     }
 
     /// Derives the iteration's measurements, lets the tuner act on them, and records the
@@ -481,13 +554,13 @@ where
             time_ms: ms(elapsed),
         };
         // Deriving the measurements counts as the tuner's time too.
-        let tuning_started = Instant::now();
+        let tuning_started = clock::now();
         let obs = round.probe.observe(facts);
         let current = self.tunables.current();
         let healthy = self.healthy.iter().filter(|&&h| h).count();
         self.tuner
             .observe(&obs, &current, healthy, &self.stats, &self.tunables);
-        let tuning = round.tuning + tuning_started.elapsed();
+        let tuning = round.tuning + clock::since(tuning_started);
         self.stats.end_iteration();
         let link = self.tuner.link();
         let per_worker = |f: fn(&crate::measure::Moments) -> f64| -> Vec<f64> {
@@ -508,6 +581,7 @@ where
             imbalance: obs.imbalance(),
             predicted_ms,
             chunk_sizes: round.chunk_sizes,
+            prefetched: round.prefetched,
             busy_ms: obs.busy_ms.clone(),
             task_mean_ms: obs.task.mean(),
             task_stddev_ms: obs.task.stddev(),

@@ -1,10 +1,10 @@
 //! A worker's loop: keep the iteration's shared part, process chunks, report panics instead of
 //! dying with them, and stretch task times by the emulated load of `--load`.
 
+use crate::clock;
 use std::any::Any;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
-use std::time::Instant;
 
 use crate::app::{Worker, WorkerSetup};
 use crate::load::{LoadPattern, Stretch};
@@ -56,13 +56,20 @@ pub(crate) fn serve<W, L>(
                 stretch = Stretch::new(load.percent(setup.index, iteration));
             }
             ToWorker::Chunk(chunk) => {
-                let answer = match (&mut worker, &shared) {
-                    (Some(w), Some(part)) => process(w, part, chunk, stretch.as_mut()),
-                    _ => FromWorker::Failed(Failed {
+                let unprocessed = |chunk: Chunk<W::Task>, why: &str| {
+                    FromWorker::Failed(Failed {
                         chunk: chunk.id,
                         tasks: chunk.tasks,
-                        message: "worker received a chunk before it could take part".into(),
-                    }),
+                        message: why.to_owned(),
+                    })
+                };
+                let answer = match (&mut worker, &shared) {
+                    (Some(w), Some(part)) => process(w, part, chunk, stretch.as_mut()),
+                    // Chunks sent ahead to a worker whose `do_work` then panicked.
+                    (None, _) => unprocessed(chunk, "the worker was retired after a failure"),
+                    (Some(_), None) => {
+                        unprocessed(chunk, "worker received a chunk before the shared part")
+                    }
                 };
                 if matches!(answer, FromWorker::Failed(_)) {
                     // Its state may be half-updated: it takes no further part.
@@ -98,15 +105,15 @@ fn process<W: Worker>(
 ) -> FromWorker<W::Task, W::Result> {
     let mut results = Vec::with_capacity(chunk.tasks.len());
     let mut task_ms = Moments::default();
-    let started = Instant::now();
+    let started = clock::now();
     let outcome = catch_unwind(AssertUnwindSafe(|| {
         let mut begun = started;
         for task in &chunk.tasks {
             results.push(worker.do_work(shared, task));
-            let mut ended = Instant::now();
+            let mut ended = clock::now();
             if let Some(stretch) = stretch.as_deref_mut() {
                 stretch.after_task(ended - begun);
-                ended = Instant::now();
+                ended = clock::now();
             }
             task_ms.add((ended - begun).as_secs_f64() * 1e3);
             begun = ended;

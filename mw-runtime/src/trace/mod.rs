@@ -37,8 +37,9 @@ mod chrome;
 #[cfg(test)]
 mod tests;
 
+use crate::clock::{self, Instant};
+use std::collections::VecDeque;
 use std::path::Path;
-use std::time::Instant;
 
 use crate::error::Result;
 use crate::metrics::RunMetrics;
@@ -76,8 +77,10 @@ struct Recorder {
     iterations: Vec<IterationSpan>,
     /// Panicked chunks, with the panic message (rare: the message is kept as it is).
     failures: Vec<FailureMark>,
-    /// Per worker: the chunk it holds and when its send ended.
-    holding: Vec<Option<Held>>,
+    /// Per worker: the chunks it holds, oldest first, and when their sends ended.
+    holding: Vec<VecDeque<Held>>,
+    /// Per worker: when its last `do_work` slice ended (a chunk sent ahead starts no earlier).
+    free_at: Vec<u64>,
     /// The iteration being run, for the arguments of the slices.
     iteration: u32,
 }
@@ -157,14 +160,15 @@ impl Trace {
     pub(crate) fn new(pool: usize, limit: usize) -> Self {
         Trace {
             recorder: Some(Box::new(Recorder {
-                origin: Instant::now(),
+                origin: clock::now(),
                 limit,
                 events: 0,
                 spans: Vec::with_capacity(limit.min(1 << 16)),
                 dropped: 0,
                 iterations: Vec::new(),
                 failures: Vec::new(),
-                holding: vec![None; pool],
+                holding: vec![VecDeque::new(); pool],
+                free_at: vec![0; pool],
                 iteration: 0,
             })),
         }
@@ -172,7 +176,7 @@ impl Trace {
 
     /// Now, if tracing.
     pub(crate) fn mark(&self) -> Mark {
-        Mark(self.recorder.as_ref().map(|_| Instant::now()))
+        Mark(self.recorder.as_ref().map(|_| clock::now()))
     }
 
     /// The iteration `index` begins (its slices are tagged with it).
@@ -186,7 +190,7 @@ impl Trace {
     pub(crate) fn iteration_ends(&mut self, index: usize, started: Instant) {
         if let Some(r) = &mut self.recorder {
             let start = r.ns(started);
-            let end = r.ns(Instant::now());
+            let end = r.ns(clock::now());
             r.iterations.push(IterationSpan { index, start, end });
         }
     }
@@ -212,9 +216,9 @@ impl Trace {
         if let (Some(r), Mark(Some(at))) = (&mut self.recorder, mark) {
             let start = r.ns(at);
             let sent = r.push(Kind::SendChunk, worker, chunk, tasks, start);
-            if let Some(slot) = r.holding.get_mut(worker) {
+            if let Some(held) = r.holding.get_mut(worker) {
                 let tasks = saturate(tasks);
-                *slot = Some(Held { chunk, tasks, sent });
+                held.push_back(Held { chunk, tasks, sent });
             }
         }
     }
@@ -226,7 +230,7 @@ impl Trace {
             return;
         };
         let start = r.ns(at);
-        let held = r.holding.get_mut(worker).and_then(Option::take);
+        let held = r.holding.get_mut(worker).and_then(VecDeque::pop_front);
         match message {
             FromWorker::Done(done) => {
                 let chunk = held.map_or(done.chunk, |h| h.chunk);
@@ -295,7 +299,7 @@ impl Recorder {
 
     /// Pushes a slice from `start` until now; returns now.
     fn push(&mut self, kind: Kind, worker: usize, chunk: u64, tasks: usize, start: u64) -> u64 {
-        let end = self.ns(Instant::now()).max(start);
+        let end = self.ns(clock::now()).max(start);
         self.push_span(Span {
             kind,
             iteration: self.iteration,
@@ -320,16 +324,24 @@ impl Recorder {
     }
 
     /// The worker's `do_work` slice for `held`, in the middle of its round trip (see the module
-    /// docs): `busy_ns` long, between the end of the send and the arrival of the answer.
+    /// docs): `busy_ns` long, between the end of the send (or of the worker's previous slice,
+    /// for a chunk that waited behind it) and the arrival of the answer.
     fn place_work(&mut self, worker: usize, held: Held, busy_ns: u64, arrived: u64) {
-        let round_trip = arrived.saturating_sub(held.sent);
+        let from = held
+            .sent
+            .max(self.free_at.get(worker).copied().unwrap_or(0))
+            .min(arrived);
+        let round_trip = arrived - from;
         let dur = busy_ns.min(round_trip);
-        let start = held.sent + (round_trip - dur) / 2;
+        let start = from + (round_trip - dur) / 2;
         self.work_at(worker, held, start, dur);
     }
 
     /// The worker's `do_work` slice for `held`, from `start`, `dur` long.
     fn work_at(&mut self, worker: usize, held: Held, start: u64, dur: u64) {
+        if let Some(free) = self.free_at.get_mut(worker) {
+            *free = start + dur;
+        }
         self.push_span(Span {
             kind: Kind::DoWork,
             iteration: self.iteration,

@@ -1,7 +1,9 @@
 #![allow(clippy::unwrap_used)]
 
 use std::collections::HashMap;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use crate::clock;
 
 use serde_json::Value;
 
@@ -64,7 +66,7 @@ fn pause() {
 
 /// One iteration on two workers, one chunk each, as the engine would record it.
 fn record_iteration(trace: &mut Trace, index: usize, first_chunk: u64) {
-    let started = Instant::now();
+    let started = clock::now();
     trace.iteration_begins(index);
     pause();
     trace.master(started, MasterWork::Partition);
@@ -84,7 +86,7 @@ fn record_iteration(trace: &mut Trace, index: usize, first_chunk: u64) {
         let mark = trace.mark();
         trace.recovered(mark, worker, chunk, 2);
     }
-    let closing = Instant::now();
+    let closing = clock::now();
     trace.master(closing, MasterWork::EndIteration);
     trace.iteration_ends(index, started);
 }
@@ -154,7 +156,7 @@ fn an_off_trace_reads_no_clock_and_writes_nothing() {
 fn do_work_sits_in_the_middle_of_its_round_trip() {
     let Trace {
         recorder: Some(mut r),
-    } = Trace::new(1, 10)
+    } = Trace::new(2, 10)
     else {
         unreachable!()
     };
@@ -171,8 +173,33 @@ fn do_work_sits_in_the_middle_of_its_round_trip() {
         (1_150, 100, 7, 3)
     );
     // A worker cannot have worked longer than the round trip it was part of.
-    r.place_work(0, held, 10_000, 1_400);
+    r.place_work(1, held, 10_000, 1_400);
     assert_eq!((r.spans[1].start, r.spans[1].dur), (1_000, 400));
+}
+
+#[test]
+fn a_prefetched_chunk_works_after_the_one_before_it() {
+    let Trace {
+        recorder: Some(mut r),
+    } = Trace::new(1, 10)
+    else {
+        unreachable!()
+    };
+    let first = Held {
+        chunk: 1,
+        tasks: 1,
+        sent: 1_000,
+    };
+    // Sent ahead at 1,100, while the worker still held chunk 1 (worked 1,150..1,250).
+    let second = Held {
+        chunk: 2,
+        tasks: 1,
+        sent: 1_100,
+    };
+    r.place_work(0, first, 100, 1_400);
+    r.place_work(0, second, 100, 1_650);
+    // Its trip counts from the end of chunk 1's work: 400 ns, 100 of them working.
+    assert_eq!((r.spans[1].start, r.spans[1].dur), (1_400, 100));
 }
 
 #[test]
@@ -338,7 +365,7 @@ fn the_limit_keeps_the_beginning_and_every_counter() {
 #[test]
 fn a_panicked_chunk_is_an_instant_on_its_worker() {
     let mut trace = Trace::new(2, 100);
-    let started = Instant::now();
+    let started = clock::now();
     trace.iteration_begins(0);
     let mark = trace.mark();
     trace.chunk_sent(mark, 1, 0, 3);
@@ -375,11 +402,11 @@ fn a_recorder_without_iterations_still_writes_valid_json() {
 #[test]
 fn local_work_is_placed_exactly_and_arrows_never_go_back_in_time() {
     let mut trace = Trace::new(1, 100);
-    let started = Instant::now();
+    let started = clock::now();
     trace.iteration_begins(0);
     // The worker starts, and even finishes, before the master's send has returned.
     let sending = trace.mark();
-    let began = Instant::now();
+    let began = clock::now();
     trace.chunk_sent(sending, 0, 0, 1);
     let waiting = trace.mark();
     let answer: FromWorker<u32, u32> = FromWorker::Done(Done {

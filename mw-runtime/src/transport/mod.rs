@@ -8,8 +8,8 @@ pub(crate) mod local;
 #[cfg(feature = "mpi")]
 pub(crate) mod mpi;
 
+use crate::clock::Instant;
 use std::sync::Arc;
-use std::time::Instant;
 
 use crate::codec::{DecodeError, Message, Reader, varint_len, write_varint};
 use crate::error::Result;
@@ -78,6 +78,11 @@ pub(crate) trait MasterLink<T, S, R> {
     fn backend(&self) -> &'static str;
     /// Sends one message to `worker`; under the sync protocol it returns once delivered.
     fn send(&mut self, worker: usize, message: ToWorker<T, S>) -> Result<()>;
+    /// An empty vector for the tasks of the next chunk: one a chunk sent before left behind
+    /// (a backend that copies tasks out keeps it), saving an allocation per chunk.
+    fn spare_tasks(&mut self) -> Vec<T> {
+        Vec::new()
+    }
     /// The next message from any worker, with the worker's number.
     fn recv(&mut self) -> Result<(usize, FromWorker<T, R>)>;
 }
