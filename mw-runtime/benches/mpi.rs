@@ -6,8 +6,14 @@
 //! (b) 1 ms spinning tasks: efficiency = ideal time (total task time / workers) / measured time.
 //!
 //!     cargo bench -p mw-runtime --features mpi --bench mpi --no-run
-//!     mpirun -np 2 target/release/deps/mpi-<hash> --bench   # (a) with one worker
-//!     mpirun -np 3 target/release/deps/mpi-<hash> --bench   # (b) with two workers
+//!     mpirun -np 2 target/release/deps/mpi-<hash> --bench --only a  # (a) with one worker
+//!     mpirun -np 3 target/release/deps/mpi-<hash> --bench --only b  # (b) with two workers
+//!
+//! `--rounds N` (15 with `--bench`) and `--tasks N` (20,000 empty tasks) size the runs. Each
+//! round runs every contender once, in rotating order; the ratio is the median of the rounds'
+//! ratios, so a machine whose speed drifts (a VM whose cores move) compares like with like. The
+//! runtime runs with its default of one chunk prefetched per worker, and also without (the plain
+//! self-scheduling loop the hand-written code is).
 
 use std::time::{Duration, Instant};
 
@@ -94,8 +100,9 @@ impl Worker for Spinner {
     }
 }
 
-/// The runtime on the same ranks; `chunk_of_one` forces chunks of a single task.
-fn runtime(tasks: &[u64], chunk_of_one: bool) -> Duration {
+/// The runtime on the same ranks; `chunk_of_one` forces chunks of a single task, `prefetch` the
+/// chunks a worker holds ahead.
+fn runtime(tasks: &[u64], chunk_of_one: bool, prefetch: usize) -> Duration {
     let config = RunConfig {
         policy: if chunk_of_one {
             PolicyName::Fsc
@@ -107,7 +114,9 @@ fn runtime(tasks: &[u64], chunk_of_one: bool) -> Duration {
         } else {
             0.5
         },
+        prefetch: Some(prefetch),
         backend: BackendChoice::Mpi,
+        quiet: true,
         ..RunConfig::default()
     };
     let report = mw_runtime::run_config(&config, || Feeder(tasks.to_vec()), || Spinner)
@@ -122,6 +131,30 @@ fn median(mut xs: Vec<f64>) -> f64 {
     xs[xs.len() / 2]
 }
 
+/// The value after `flag` on the command line.
+fn arg<T: std::str::FromStr>(flag: &str) -> Option<T> {
+    let mut args = std::env::args().skip_while(|a| a != flag);
+    args.nth(1).and_then(|v| v.parse().ok())
+}
+
+/// Median throughput of each contender over `rounds`, and the median of the per-round ratios
+/// to the first: each round runs every contender once, in an order that rotates, so a change of
+/// speed of the machine (vCPUs moved, a neighbour's load) hits all of them alike.
+fn paired(rounds: usize, contenders: &mut [&mut dyn FnMut() -> f64]) -> (Vec<f64>, Vec<f64>) {
+    let n = contenders.len();
+    let mut samples = vec![Vec::new(); n];
+    for round in 0..rounds {
+        for k in 0..n {
+            let c = (round + k) % n;
+            samples[c].push(contenders[c]());
+        }
+    }
+    let ratios = (1..n)
+        .map(|c| median((0..rounds).map(|r| samples[c][r] / samples[0][r]).collect()))
+        .collect();
+    (samples.into_iter().map(median).collect(), ratios)
+}
+
 fn main() {
     if std::env::var_os("OMPI_COMM_WORLD_SIZE").is_none() && std::env::var_os("PMI_SIZE").is_none()
     {
@@ -131,63 +164,47 @@ fn main() {
     let universe = mw_runtime::mpi::initialize().expect("MPI initializes");
     let world = universe.world();
     let workers = (world.size() - 1) as usize;
-    let rounds = if std::env::args().any(|a| a == "--bench") {
-        5
-    } else {
-        1
-    };
-    let empty = vec![0u64; 20_000];
+    let bench = std::env::args().any(|a| a == "--bench");
+    let rounds = arg("--rounds").unwrap_or(if bench { 15 } else { 1 });
+    let empty = vec![0u64; arg("--tasks").unwrap_or(20_000)];
     let busy = vec![1000u64; 200 * workers.max(1)];
     let ideal = Duration::from_micros(busy.iter().sum::<u64>() / workers.max(1) as u64);
     // `--only a` or `--only b` runs one half (for profiling).
-    let only = std::env::args().skip_while(|a| a != "--only").nth(1);
-    let (run_a, run_b) = match only.as_deref() {
-        Some("a") => (true, false),
-        Some("b") => (false, true),
-        _ => (true, true),
-    };
-    let (mut a_hand, mut a_mw, mut b_hand, mut b_mw) = (vec![1.0], vec![1.0], vec![1.0], vec![1.0]);
-    if run_a || run_b {
-        a_hand.clear();
-        a_mw.clear();
-        b_hand.clear();
-        b_mw.clear();
-    }
-    for _ in 0..rounds {
-        if !run_a {
-            a_hand.push(1.0);
-            a_mw.push(1.0);
-        }
-        if !run_b {
-            b_hand.push(1.0);
-            b_mw.push(1.0);
-        }
-        if run_a {
-            let comm = world.duplicate();
-            let t = hand_written(&comm, &empty);
-            a_hand.push(empty.len() as f64 / t.as_secs_f64());
-            let t = runtime(&empty, true);
-            a_mw.push(empty.len() as f64 / t.as_secs_f64());
-        }
-        if run_b {
-            let comm = world.duplicate();
-            let t = hand_written(&comm, &busy);
-            b_hand.push(ideal.as_secs_f64() / t.as_secs_f64());
-            let t = runtime(&busy, false);
-            b_mw.push(ideal.as_secs_f64() / t.as_secs_f64());
+    let only: Option<String> = arg("--only");
+    let tasks_per_s = |t: Duration| empty.len() as f64 / t.as_secs_f64();
+    if only.as_deref() != Some("b") {
+        let (speeds, ratios) = paired(
+            rounds,
+            &mut [
+                &mut || tasks_per_s(hand_written(&world.duplicate(), &empty)),
+                &mut || tasks_per_s(runtime(&empty, true, 1)),
+                &mut || tasks_per_s(runtime(&empty, true, 0)),
+            ],
+        );
+        if world.rank() == 0 {
+            println!("MPI, {workers} worker rank(s), median of {rounds} rounds");
+            println!(
+                "(a) empty tasks, chunk 1: hand-written {:>9.0} tasks/s, runtime {:>9.0} tasks/s, \
+                 ratio {:.2} (without prefetch: {:.0} tasks/s, ratio {:.2})",
+                speeds[0], speeds[1], ratios[0], speeds[2], ratios[1]
+            );
         }
     }
-    if world.rank() == 0 {
-        let (a_hand, a_mw) = (median(a_hand), median(a_mw));
-        println!("MPI, {workers} worker rank(s), median of {rounds} rounds");
-        println!(
-            "(a) empty tasks, chunk 1: hand-written {a_hand:>9.0} tasks/s, runtime {a_mw:>9.0} tasks/s, ratio {:.2}",
-            a_mw / a_hand
+    if only.as_deref() != Some("a") {
+        let efficiency = |t: Duration| ideal.as_secs_f64() / t.as_secs_f64();
+        let (efficiencies, _) = paired(
+            rounds,
+            &mut [
+                &mut || efficiency(hand_written(&world.duplicate(), &busy)),
+                &mut || efficiency(runtime(&busy, false, 1)),
+            ],
         );
-        println!(
-            "(b) 1 ms tasks: efficiency hand-written (chunk 1) {:.3}, runtime (daf) {:.3}",
-            median(b_hand),
-            median(b_mw)
-        );
+        if world.rank() == 0 {
+            println!("MPI, {workers} worker rank(s), median of {rounds} rounds");
+            println!(
+                "(b) 1 ms tasks: efficiency hand-written (chunk 1) {:.3}, runtime (daf) {:.3}",
+                efficiencies[0], efficiencies[1]
+            );
+        }
     }
 }
