@@ -293,9 +293,10 @@ fn metrics_file_has_the_contract_fields() {
     // fsc: batches of 0.5 · 12 tasks, cut in 2 chunks.
     assert_eq!(it["chunk_sizes"], serde_json::json!([3, 3, 3, 3]));
     // 2 shared parts (u32) + 4 chunks of 3 tasks of 12 bytes, each with id, first and length.
-    assert_eq!(it["bytes_to_workers"], 2 * 4 + 4 * (1 + 1 + 1 + 3 * 12));
-    // 4 answers: chunk id, 3 results of 16 bytes with their length, busy time, count and sums.
-    assert_eq!(it["bytes_from_workers"], 4 * (1 + 1 + 3 * 16 + 8 + 1 + 16));
+    assert_eq!(it["bytes_to_workers"], 2 * 4 + 4 * (8 + 8 + 1 + 3 * 12));
+    // 4 answers: chunk id, busy time, count and sums, then 3 results of 16 bytes and their
+    // length.
+    assert_eq!(it["bytes_from_workers"], 4 * (8 + 8 + 8 + 16 + 1 + 3 * 16));
     let back = RunMetrics::read(&path).unwrap();
     assert_eq!(back.iterations.len(), 2);
 }

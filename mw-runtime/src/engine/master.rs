@@ -445,9 +445,11 @@ where
         self.stats.record(worker, &done.task_ms);
         self.policy.chunk_done(worker, flight.len, busy);
         let recovering = self.trace.mark();
-        for (offset, result) in done.results.into_iter().enumerate() {
+        let mut results = done.results;
+        for (offset, result) in results.drain(..).enumerate() {
             self.master.recover(TaskId(flight.first + offset), result);
         }
+        self.link.reuse_results(results);
         let now = clock::now();
         round.probe.recover += now.saturating_duration_since(at);
         self.trace

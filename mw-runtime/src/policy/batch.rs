@@ -43,7 +43,9 @@ impl Batches {
     /// Cuts `total` tasks into `parts` chunks of nearly equal size.
     pub(crate) fn cut_even(&mut self, total: usize, parts: usize) {
         let total = total.min(self.uncut);
-        self.ready.extend(split_even(total, parts));
+        for size in split_even(total, parts) {
+            self.ready.push_back(size);
+        }
         self.uncut -= total;
     }
 

@@ -11,7 +11,7 @@ pub(crate) mod mpi;
 use crate::clock::Instant;
 use std::sync::Arc;
 
-use crate::codec::{DecodeError, Message, Reader, varint_len, write_varint};
+use crate::codec::{DecodeError, Message, Reader};
 use crate::error::Result;
 use crate::measure::Moments;
 
@@ -83,6 +83,11 @@ pub(crate) trait MasterLink<T, S, R> {
     fn spare_tasks(&mut self) -> Vec<T> {
         Vec::new()
     }
+    /// Takes back the emptied results vector of an answer, for a backend that decodes answers
+    /// to fill it again.
+    fn reuse_results(&mut self, results: Vec<R>) {
+        drop(results);
+    }
     /// The next message from any worker, with the worker's number.
     fn recv(&mut self) -> Result<(usize, FromWorker<T, R>)>;
 }
@@ -95,56 +100,80 @@ pub(crate) trait WorkerLink<T, S, R> {
     fn send(&mut self, message: FromWorker<T, R>) -> bool;
 }
 
+// The envelopes of chunks and answers are fixed-width: per chunk, a varint's loop costs more
+// than the few bytes it saves.
+
 impl<T: Message> Message for Chunk<T> {
-    const MIN_ENCODED_LEN: usize = 2 + <Vec<T>>::MIN_ENCODED_LEN;
+    const MIN_ENCODED_LEN: usize = 16 + <Vec<T>>::MIN_ENCODED_LEN;
 
     fn encoded_len(&self) -> usize {
-        varint_len(self.id) + varint_len(self.first) + self.tasks.encoded_len()
+        16 + self.tasks.encoded_len()
     }
 
     fn encode(&self, out: &mut Vec<u8>) {
-        write_varint(out, self.id);
-        write_varint(out, self.first);
+        self.id.encode(out);
+        self.first.encode(out);
         self.tasks.encode(out);
     }
 
     fn decode(input: &mut Reader<'_>) -> Result<Self, DecodeError> {
         Ok(Chunk {
-            id: input.read_varint("Chunk")?,
-            first: input.read_varint("Chunk")?,
+            id: u64::decode(input).map_err(|e| e.in_field("Chunk", "id"))?,
+            first: u64::decode(input).map_err(|e| e.in_field("Chunk", "first"))?,
             tasks: Vec::decode(input).map_err(|e| e.in_field("Chunk", "tasks"))?,
         })
     }
 }
 
 impl<R: Message> Message for Done<R> {
-    /// Chunk id, results, busy time, task count, then the two sums.
-    const MIN_ENCODED_LEN: usize = 1 + <Vec<R>>::MIN_ENCODED_LEN + 8 + 1 + 16;
+    /// Chunk id, busy time, task count, the two sums, then the results.
+    const MIN_ENCODED_LEN: usize = 40 + <Vec<R>>::MIN_ENCODED_LEN;
 
     fn encoded_len(&self) -> usize {
-        varint_len(self.chunk)
-            + self.results.encoded_len()
-            + 8
-            + varint_len(self.task_ms.count())
-            + 16
+        40 + self.results.encoded_len()
     }
 
     fn encode(&self, out: &mut Vec<u8>) {
-        write_varint(out, self.chunk);
-        self.results.encode(out);
+        self.chunk.encode(out);
         self.busy_ns.encode(out);
-        write_varint(out, self.task_ms.count());
+        self.task_ms.count().encode(out);
         self.task_ms.sum().encode(out);
         self.task_ms.sum_sq().encode(out);
+        self.results.encode(out);
     }
 
     fn decode(input: &mut Reader<'_>) -> Result<Self, DecodeError> {
-        let chunk = input.read_varint("Done")?;
-        let results = Vec::decode(input).map_err(|e| e.in_field("Done", "results"))?;
-        let busy_ns = u64::decode(input).map_err(|e| e.in_field("Done", "busy_ns"))?;
-        let count = input.read_varint("Done")?;
-        let sum = f64::decode(input).map_err(|e| e.in_field("Done", "task_ms"))?;
-        let sum_sq = f64::decode(input).map_err(|e| e.in_field("Done", "task_ms"))?;
+        Done::decode_into(input, Vec::new())
+    }
+}
+
+impl<R: Message> Done<R> {
+    /// Decodes an answer whose results go into `spare` when it has room for them: with chunks
+    /// of a task or two, the allocation of a results vector per answer is a good share of the
+    /// master's work.
+    pub(crate) fn decode_into(
+        input: &mut Reader<'_>,
+        mut spare: Vec<R>,
+    ) -> Result<Self, DecodeError> {
+        let field = |name| move |e: DecodeError| e.in_field("Done", name);
+        let chunk = u64::decode(input).map_err(field("chunk"))?;
+        let busy_ns = u64::decode(input).map_err(field("busy_ns"))?;
+        let count = u64::decode(input).map_err(field("task_ms"))?;
+        let sum = f64::decode(input).map_err(field("task_ms"))?;
+        let sum_sq = f64::decode(input).map_err(field("task_ms"))?;
+        let results = input
+            .nested("Vec", |input| {
+                let len = input.read_len::<R>("Vec")?;
+                if len > spare.capacity() {
+                    return R::decode_vec(input, len);
+                }
+                spare.clear();
+                for index in 0..len {
+                    spare.push(R::decode(input).map_err(|e| e.at_index(index))?);
+                }
+                Ok(spare)
+            })
+            .map_err(field("results"))?;
         Ok(Done {
             chunk,
             results,

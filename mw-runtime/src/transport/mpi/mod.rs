@@ -30,7 +30,7 @@ use mpi::point_to_point::{Destination, MatchedReceiveVec, Source, Status};
 use mpi::topology::{Communicator, Rank, SimpleCommunicator};
 
 use self::posted::Posted;
-use super::{Chunk, Failed, FromWorker, MasterLink, ToWorker, WorkerLink};
+use super::{Chunk, Done, Failed, FromWorker, MasterLink, ToWorker, WorkerLink};
 use crate::codec::{self, DecodeError, DecodeErrorKind, Message, Reader};
 use crate::config::Protocol;
 use crate::error::{Error, Result};
@@ -53,6 +53,9 @@ const INLINE: usize = 64 * 1024;
 const SPARE: usize = 64;
 /// Capacity of a chunk's task vector kept for the next chunk, at most (a large one is freed).
 const SPARE_TASKS: usize = 4096;
+/// Capacity of an answer's results vector kept for the next answer, at most: results decoded
+/// into it go one by one, so a large vector is better decoded afresh (in one copy for numbers).
+const SPARE_RESULTS: usize = 64;
 /// Sends in progress past which the master tests every one of them, not only the oldest.
 const TEST_ALL: usize = 64;
 
@@ -249,7 +252,7 @@ impl Outgoing {
 }
 
 /// The master's end (rank 0).
-pub(crate) struct MpiMaster<T, S> {
+pub(crate) struct MpiMaster<T, S, R> {
     end: Endpoint,
     protocol: Protocol,
     /// Async sends in progress, oldest first.
@@ -261,9 +264,11 @@ pub(crate) struct MpiMaster<T, S> {
     shared: Option<(Arc<S>, Arc<[u8]>)>,
     /// The task vector of the last chunk, emptied once encoded, for the next chunk.
     spare_tasks: Vec<T>,
+    /// The results vector of the last answer, emptied once recovered, for the next answer.
+    spare_results: Vec<R>,
 }
 
-impl<T, S> MpiMaster<T, S> {
+impl<T, S, R> MpiMaster<T, S, R> {
     pub(crate) fn new(world: SimpleCommunicator, protocol: Protocol) -> Self {
         MpiMaster {
             end: Endpoint::new(world),
@@ -272,6 +277,7 @@ impl<T, S> MpiMaster<T, S> {
             spare: Vec::new(),
             shared: None,
             spare_tasks: Vec::new(),
+            spare_results: Vec::new(),
         }
     }
 
@@ -335,7 +341,7 @@ impl<T, S> MpiMaster<T, S> {
     }
 }
 
-impl<T: Message, S: Message, R: Message> MasterLink<T, S, R> for MpiMaster<T, S> {
+impl<T: Message, S: Message, R: Message> MasterLink<T, S, R> for MpiMaster<T, S, R> {
     fn pool(&self) -> usize {
         (self.end.inline.size() - 1) as usize
     }
@@ -384,6 +390,12 @@ impl<T: Message, S: Message, R: Message> MasterLink<T, S, R> for MpiMaster<T, S>
         std::mem::take(&mut self.spare_tasks)
     }
 
+    fn reuse_results(&mut self, results: Vec<R>) {
+        if results.capacity() <= SPARE_RESULTS {
+            self.spare_results = results;
+        }
+    }
+
     fn recv(&mut self) -> Result<(usize, FromWorker<T, R>)> {
         self.reap();
         let backoff = Backoff::new(Duration::from_micros(200), Duration::from_micros(100));
@@ -394,7 +406,13 @@ impl<T: Message, S: Message, R: Message> MasterLink<T, S, R> for MpiMaster<T, S>
             READY => FromWorker::Ready {
                 error: decode(bytes)?,
             },
-            DONE => FromWorker::Done(decode(bytes)?),
+            DONE => {
+                let mut input = Reader::new(bytes);
+                let spare = std::mem::take(&mut self.spare_results);
+                let done = Done::decode_into(&mut input, spare)?;
+                input.finish(std::any::type_name::<Done<R>>())?;
+                FromWorker::Done(done)
+            }
             FAILED => FromWorker::Failed(decode(bytes)?),
             FINISHED => FromWorker::Finished {
                 error: decode(bytes)?,
