@@ -65,8 +65,9 @@ impl Worker for Incr {
     }
 }
 
-/// Tasks per second through the engine: one worker, chunks of one task.
-fn engine(protocol: Protocol) -> f64 {
+/// Tasks per second through the engine: one worker, chunks of one task, `prefetch` held ahead
+/// (`None`: the default).
+fn engine(protocol: Protocol, prefetch: Option<usize>) -> f64 {
     let config = RunConfig {
         workers: Some(1),
         max_workers: Some(1),
@@ -74,7 +75,9 @@ fn engine(protocol: Protocol) -> f64 {
         // fsc cuts chunks of factor·M/N tasks: one task each.
         factor: 1.0 / TASKS as f64,
         protocol,
+        prefetch,
         backend: BackendChoice::Local,
+        quiet: true,
         ..RunConfig::default()
     };
     let report = mw_runtime::run_config(&config, || Empty, || Incr).expect("run");
@@ -95,19 +98,31 @@ fn main() {
     } else {
         1
     };
-    let (mut floor, mut sync, mut asynchronous) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut floor, mut sync, mut asynchronous, mut plain) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for _ in 0..rounds {
         floor.push(ping_pong());
-        asynchronous.push(engine(Protocol::Async));
-        sync.push(engine(Protocol::Sync));
+        asynchronous.push(engine(Protocol::Async, None));
+        plain.push(engine(Protocol::Async, Some(0)));
+        sync.push(engine(Protocol::Sync, None));
     }
-    let (floor, asynchronous, sync) = (median(floor), median(asynchronous), median(sync));
+    let (floor, asynchronous, plain, sync) = (
+        median(floor),
+        median(asynchronous),
+        median(plain),
+        median(sync),
+    );
     println!("empty tasks, chunk size 1, 1 worker ({TASKS} tasks, median of {rounds} rounds)");
     println!("  ping-pong floor : {:>10.0} round trips/s", floor);
     println!(
         "  engine, async   : {:>10.0} tasks/s   ratio {:.2}",
         asynchronous,
         asynchronous / floor
+    );
+    println!(
+        "  async, no prefetch: {:>7.0} tasks/s   ratio {:.2}",
+        plain,
+        plain / floor
     );
     println!(
         "  engine, sync    : {:>10.0} tasks/s   ratio {:.2}",

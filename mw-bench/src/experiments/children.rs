@@ -63,14 +63,21 @@ pub fn parse_nbody(stderr: &str) -> Result<NBodyTimes, BenchError> {
 pub struct MpiNumbers {
     /// (a) empty tasks, chunks of one: runtime's tasks/s over the hand-written loop's.
     pub empty_ratio: Option<f64>,
+    /// (a) again, the runtime without prefetch (the same self-scheduling as the hand-written loop).
+    pub empty_ratio_plain: Option<f64>,
     /// (b) 1 ms tasks: efficiency of the hand-written loop and of the runtime.
     pub efficiency: Option<(f64, f64)>,
 }
 
-/// Reads `(a) … ratio X` and `(b) … hand-written (chunk 1) X, runtime (daf) Y`.
+/// Reads `(a) … ratio X (without prefetch: … ratio Y)` and
+/// `(b) … hand-written (chunk 1) X, runtime (daf) Y`.
 pub fn parse_mpi(stdout: &str) -> MpiNumbers {
     let line = |start: &str| stdout.lines().find(|l| l.trim_start().starts_with(start));
     let empty_ratio = line("(a)").and_then(|l| number_after(l, "ratio"));
+    let empty_ratio_plain = line("(a)").and_then(|l| {
+        let (_, plain) = l.split_once("without prefetch")?;
+        number_after(plain, "ratio")
+    });
     let efficiency = line("(b)").and_then(|l| {
         Some((
             number_after(l, "hand-written (chunk 1)")?,
@@ -79,6 +86,7 @@ pub fn parse_mpi(stdout: &str) -> MpiNumbers {
     });
     MpiNumbers {
         empty_ratio,
+        empty_ratio_plain,
         efficiency,
     }
 }
@@ -250,8 +258,8 @@ pub fn mpi() -> Result<MpiNumbers, String> {
     let a = parse_mpi(&launch("2", "a")?);
     let b = parse_mpi(&launch("3", "b")?);
     Ok(MpiNumbers {
-        empty_ratio: a.empty_ratio,
         efficiency: b.efficiency,
+        ..a
     })
 }
 
@@ -287,15 +295,18 @@ mod tests {
     #[test]
     fn mpi_output_is_read() {
         let stdout = "MPI, 1 worker rank(s), median of 5 rounds\n\
-            (a) empty tasks, chunk 1: hand-written     52000 tasks/s, runtime     48000 tasks/s, ratio 0.92\n\
+            (a) empty tasks, chunk 1: hand-written     52000 tasks/s, runtime     48000 tasks/s, \
+            ratio 0.92 (without prefetch: 26000 tasks/s, ratio 0.50)\n\
             (b) 1 ms tasks: efficiency hand-written (chunk 1) 0.981, runtime (daf) 0.990\n";
         let m = parse_mpi(stdout);
         assert_eq!(m.empty_ratio, Some(0.92));
+        assert_eq!(m.empty_ratio_plain, Some(0.50));
         assert_eq!(m.efficiency, Some((0.981, 0.990)));
         assert_eq!(
             parse_mpi("mpi bench skipped"),
             MpiNumbers {
                 empty_ratio: None,
+                empty_ratio_plain: None,
                 efficiency: None
             }
         );
