@@ -31,6 +31,8 @@ pub(crate) struct Setting<'a> {
     pub policy: PolicyName,
     pub min_chunk: usize,
     pub protocol: Protocol,
+    /// Chunks a worker may hold ahead.
+    pub prefetch: usize,
     pub stats: &'a TaskStats,
 }
 
@@ -72,6 +74,7 @@ fn spec<'a>(est: &Estimate, s: &Setting<'a>, workers: &'a [SimWorker], factor: f
         shared_bytes: est.shared_bytes,
         recover_ms_per_task: est.now.recover_per_task_ms,
         serial_ms: est.now.serial_ms,
+        prefetch: s.prefetch,
     }
 }
 

@@ -40,6 +40,8 @@ pub(crate) use estimate::Link;
 pub(crate) struct Tuner {
     config: TuningConfig,
     protocol: Protocol,
+    /// Chunks a worker holds ahead, as the engine sends them (for the factor's simulation).
+    prefetch: usize,
     min_chunk: usize,
     estimate: Estimate,
     factor_tunlet: factor::FactorTunlet,
@@ -54,6 +56,7 @@ impl Tuner {
         Tuner {
             config: config.tuning.clone(),
             protocol: config.protocol,
+            prefetch: config.prefetch_depth(),
             min_chunk: config.min_chunk,
             estimate: Estimate::default(),
             factor_tunlet: factor::FactorTunlet::default(),
@@ -155,6 +158,7 @@ impl Tuner {
             policy: current.policy,
             min_chunk: self.min_chunk,
             protocol: self.protocol,
+            prefetch: self.prefetch,
             stats,
         };
         let (lo, hi) = self.config.range(healthy.max(1));

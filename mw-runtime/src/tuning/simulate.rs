@@ -1,6 +1,8 @@
 //! Event simulation of one iteration (seed 004): the policy cuts chunks exactly as the engine
 //! would, each goes to the next free worker; a chunk costs its send, its processing at that
-//! worker's measured speed, and its answer; the master handles answers one at a time.
+//! worker's measured speed, and its answer; the master handles answers one at a time. Chunks
+//! are prefetched as the engine does: a worker holds up to `prefetch` beyond the one it
+//! processes while plenty is left, and starts each as soon as it is done with the one before.
 
 use std::cmp::{Ordering, Reverse};
 use std::collections::BinaryHeap;
@@ -38,6 +40,8 @@ pub(crate) struct Spec<'a> {
     pub recover_ms_per_task: f64,
     /// Master time in `partition` and `end_iteration`.
     pub serial_ms: f64,
+    /// Chunks a worker may hold beyond the one it processes (`RunConfig::prefetch_depth`).
+    pub prefetch: usize,
 }
 
 /// The mean simulated iteration time over `reps` runs, in ms. Task times are drawn from a normal
@@ -114,6 +118,74 @@ impl Master<'_> {
     }
 }
 
+/// What a worker holds: when it will be done with it, how many chunks, the size of the last.
+#[derive(Debug, Clone, Copy, Default)]
+struct Held {
+    free: f64,
+    chunks: usize,
+    last: usize,
+}
+
+/// One simulated iteration in progress.
+struct Run<'a, 'r> {
+    spec: &'a Spec<'a>,
+    master: Master<'a>,
+    policy: Box<dyn crate::policy::Policy>,
+    remaining: usize,
+    held: Vec<Held>,
+    answers: BinaryHeap<Reverse<Answer>>,
+    rng: &'r mut Normal,
+}
+
+impl Run<'_, '_> {
+    /// Sends `worker` its next chunk, if any is left: it starts once the chunk (and, by `ready`,
+    /// the shared part) has arrived and it is done with the chunks it holds.
+    fn give(&mut self, worker: usize, ready: f64) {
+        if self.remaining == 0 {
+            return;
+        }
+        let ask = Ask {
+            worker,
+            remaining: self.remaining,
+            stats: self.spec.stats,
+        };
+        let tasks = self.policy.next_chunk(&ask).clamp(1, self.remaining);
+        self.remaining -= tasks;
+        let arrived = self
+            .master
+            .send(tasks as f64 * self.spec.task_bytes)
+            .max(ready);
+        let w = self.spec.workers[worker];
+        let g = tasks as f64;
+        let work = (g * w.mean_ms + w.sd_ms * g.sqrt() * self.rng.draw()).max(0.0);
+        let held = &mut self.held[worker];
+        held.free = arrived.max(held.free) + work;
+        held.chunks += 1;
+        held.last = tasks;
+        let back = self.spec.mo_ms + self.spec.k_ms_per_byte * answer_bytes(self.spec, tasks);
+        self.answers.push(Reverse(Answer {
+            at: held.free + back,
+            worker,
+            tasks,
+        }));
+    }
+
+    /// Sends `worker`, holding a chunk, more while the engine would (see `Engine::prefetch`).
+    fn prefetch(&mut self, worker: usize) {
+        let (depth, n) = (self.spec.prefetch, self.spec.workers.len());
+        loop {
+            let held = self.held[worker];
+            if held.chunks == 0
+                || held.chunks > depth
+                || self.remaining < (depth + 1) * n * held.last
+            {
+                return;
+            }
+            self.give(worker, 0.0);
+        }
+    }
+}
+
 fn once(spec: &Spec<'_>, rng: &mut Normal) -> f64 {
     let n = spec.workers.len();
     if n == 0 || spec.tasks == 0 {
@@ -127,60 +199,36 @@ fn once(spec: &Spec<'_>, rng: &mut Normal) -> f64 {
         min_chunk: spec.min_chunk,
         stats: spec.stats,
     });
-    let mut remaining = spec.tasks;
-    let mut next = |worker: usize, remaining: &mut usize| -> usize {
-        let ask = Ask {
-            worker,
-            remaining: *remaining,
-            stats: spec.stats,
-        };
-        let size = policy.next_chunk(&ask).clamp(1, *remaining);
-        *remaining -= size;
-        size
-    };
-    let process = |worker: usize, tasks: usize, rng: &mut Normal| -> f64 {
-        let w = spec.workers[worker];
-        let g = tasks as f64;
-        (g * w.mean_ms + w.sd_ms * g.sqrt() * rng.draw()).max(0.0)
-    };
-    let answer = |done: f64, tasks: usize| {
-        done + spec.mo_ms + spec.k_ms_per_byte * answer_bytes(spec, tasks)
-    };
-
-    let mut master = Master {
+    let mut run = Run {
         spec,
-        free: 0.0,
-        wire: 0.0,
+        master: Master {
+            spec,
+            free: 0.0,
+            wire: 0.0,
+        },
+        policy,
+        remaining: spec.tasks,
+        held: vec![Held::default(); n],
+        answers: BinaryHeap::with_capacity(n),
+        rng,
     };
-    let shared: Vec<f64> = (0..n).map(|_| master.send(spec.shared_bytes)).collect();
-    let mut queue = BinaryHeap::with_capacity(n);
+    let shared: Vec<f64> = (0..n).map(|_| run.master.send(spec.shared_bytes)).collect();
     for (worker, &ready) in shared.iter().enumerate() {
-        if remaining == 0 {
-            break;
-        }
-        let tasks = next(worker, &mut remaining);
-        let arrived = master.send(tasks as f64 * spec.task_bytes).max(ready);
-        let done = arrived + process(worker, tasks, rng);
-        queue.push(Reverse(Answer {
-            at: answer(done, tasks),
-            worker,
-            tasks,
-        }));
+        run.give(worker, ready);
     }
-    while let Some(Reverse(back)) = queue.pop() {
-        master.free = master.free.max(back.at) + spec.recover_ms_per_task * back.tasks as f64;
-        if remaining > 0 {
-            let tasks = next(back.worker, &mut remaining);
-            let arrived = master.send(tasks as f64 * spec.task_bytes);
-            let done = arrived + process(back.worker, tasks, rng);
-            queue.push(Reverse(Answer {
-                at: answer(done, tasks),
-                worker: back.worker,
-                tasks,
-            }));
-        }
+    for worker in 0..n {
+        run.prefetch(worker);
     }
-    master.free + spec.serial_ms
+    while let Some(Reverse(back)) = run.answers.pop() {
+        run.master.free =
+            run.master.free.max(back.at) + spec.recover_ms_per_task * back.tasks as f64;
+        run.held[back.worker].chunks -= 1;
+        if run.held[back.worker].chunks == 0 {
+            run.give(back.worker, 0.0);
+        }
+        run.prefetch(back.worker);
+    }
+    run.master.free + spec.serial_ms
 }
 
 fn answer_bytes(spec: &Spec<'_>, tasks: usize) -> f64 {

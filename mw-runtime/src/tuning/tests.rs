@@ -402,6 +402,7 @@ fn the_factor_tunlet_simulates_candidates() {
         policy: PolicyName::Factoring,
         min_chunk: 1,
         protocol: Protocol::Async,
+        prefetch: 0,
         stats: &stats,
     };
     // Identical workers, regular tasks, costly messages: the fewest chunks win.
@@ -457,6 +458,7 @@ fn the_factor_tunlet_reuses_its_simulation_while_the_inputs_hold() {
         policy: PolicyName::Factoring,
         min_chunk: 1,
         protocol: Protocol::Async,
+        prefetch: 0,
         stats: &stats,
     };
     let p = fig6(1.0);
@@ -517,6 +519,7 @@ fn the_simulation_matches_the_obvious_cases() {
         shared_bytes: 0.0,
         recover_ms_per_task: 0.0,
         serial_ms: 2.0,
+        prefetch: 0,
     };
     // 25 tasks each, no communication: 25 ms, plus the master's serial work.
     assert!((simulate(&spec, 1, 3) - 27.0).abs() < 1e-9);
@@ -541,6 +544,47 @@ fn the_simulation_matches_the_obvious_cases() {
     let a = simulate(&noisy, 9, 8);
     assert!(a > 27.0);
     assert_eq!(a, simulate(&noisy, 9, 8));
+}
+
+#[test]
+fn prefetched_chunks_hide_the_round_trip_in_the_simulation() {
+    use simulate::{SimWorker, Spec, simulate};
+    let stats = TaskStats::new(2);
+    let workers = [SimWorker {
+        mean_ms: 1.0,
+        sd_ms: 0.0,
+    }; 2];
+    // 100 chunks of one 1 ms task on 2 workers, 0.5 ms per message each way.
+    let plain = Spec {
+        tasks: 100,
+        workers: &workers,
+        policy: PolicyName::Fsc,
+        factor: 0.01,
+        min_chunk: 1,
+        stats: &stats,
+        protocol: Protocol::Async,
+        mo_ms: 0.5,
+        k_ms_per_byte: 0.0,
+        task_bytes: 0.0,
+        result_bytes: 0.0,
+        shared_bytes: 0.0,
+        recover_ms_per_task: 0.0,
+        serial_ms: 0.0,
+        prefetch: 0,
+    };
+    // Without prefetch every chunk waits a round trip: about 2 ms a chunk, 50 chunks a worker.
+    let without = simulate(&plain, 1, 1);
+    assert!(without > 99.0, "{without}");
+    // One ahead: the next chunk is there when the last is done, about 1 ms a chunk.
+    let ahead = simulate(
+        &Spec {
+            prefetch: 1,
+            ..plain.clone()
+        },
+        1,
+        1,
+    );
+    assert!(ahead < 55.0, "{ahead}");
 }
 
 #[test]
