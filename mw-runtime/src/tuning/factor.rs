@@ -213,12 +213,14 @@ fn propose_from(
         return None;
     }
     let gain = 1.0 - time / now;
-    // The simulation leaves out what the model calibrates away; the prediction adds the
-    // simulated difference to the model's time at the current factor.
+    // The simulation leaves out what the model calibrates away; the prediction scales the
+    // model's time at the current factor by the simulated gain. (Adding the simulated
+    // difference instead can go below zero when the simulation sees a load imbalance the
+    // balanced model does not.)
     let base = est
         .predict(s.tasks, s.workers, s.protocol)
         .unwrap_or(obs.facts.time_ms);
-    let predicted_ms = (base + time - now).max(0.0);
+    let predicted_ms = base * (1.0 - gain);
     let account = Account {
         policy: s.policy,
         tasks: s.tasks,

@@ -436,6 +436,14 @@ fn the_factor_tunlet_simulates_candidates() {
         .propose(&est, &obs, &setting(1.0))
         .unwrap();
     assert!(proposal.to < 1.0, "{proposal:?}");
+    // The prediction is the model's time at the current factor scaled by the simulated gain:
+    // positive even where the simulated imbalance is larger than the model's whole time.
+    let base = est.predict(400, 4, Protocol::Async).unwrap();
+    let expected = base * (1.0 - proposal.gain);
+    assert!(
+        proposal.predicted_ms > 0.0 && (proposal.predicted_ms - expected).abs() < 1e-9,
+        "{proposal:?}, base {base}"
+    );
     // Policies without a factor are left alone.
     let daf = factor::Setting {
         policy: PolicyName::Daf,
