@@ -60,9 +60,13 @@ const SPARE_RESULTS: usize = 64;
 const TEST_ALL: usize = 64;
 
 /// Waits between tests: busy for the first microseconds (answers on a node come back that
-/// fast), then yielding the core until `spin` has passed, then sleeping, doubling up to `max`.
-/// The clock is read once every [`CHECK_EVERY`] waits while busy or yielding: a read costs
-/// as much as a test, and an answer due soon usually arrives within those waits.
+/// fast), then yielding the core until `spin` has passed, then sleeping, doubling up to `max`
+/// and, while a message is due, to `√(2·w·t)` after waiting `t`, `w` the cost of a wake-up
+/// ([`WAKE_UP`]): the sleep that balances the core time wake-ups take from the processes
+/// sharing it against the delay in noticing the message (≈ 100 µs after 1 ms, 1 ms after
+/// 100 ms). The clock is read once every [`CHECK_EVERY`] waits while busy or yielding (a read
+/// costs as much as a test, and an answer due soon usually arrives within those waits), and
+/// at every wake-up.
 struct Backoff {
     /// When the clock was first read.
     started: Option<Instant>,
@@ -84,6 +88,10 @@ enum Phase {
 const BUSY: Duration = Duration::from_micros(20);
 /// Waits between two looks at the clock, while busy or yielding.
 const CHECK_EVERY: u32 = 64;
+/// What a wake-up costs the core: the switch to the sleeper and back, and the caches.
+const WAKE_UP: Duration = Duration::from_micros(5);
+/// The shortest sleep.
+const NAP: Duration = Duration::from_micros(10);
 
 impl Backoff {
     /// Spins and yields for `spin`, then sleeps; with `spin` zero, sleeps at once.
@@ -97,7 +105,7 @@ impl Backoff {
                 Phase::Busy
             },
             spin,
-            sleep: Duration::from_micros(10),
+            sleep: NAP,
             max,
         }
     }
@@ -119,7 +127,17 @@ impl Backoff {
             Phase::Yielding => std::thread::yield_now(),
             Phase::Sleeping => {
                 std::thread::sleep(self.sleep);
-                self.sleep = (self.sleep * 2).min(self.max);
+                let cap = match self.started {
+                    // Nothing is due (a parked process): only `max` bounds the sleep.
+                    _ if self.spin.is_zero() => self.max,
+                    Some(started) => {
+                        let waited = started.elapsed().as_secs_f64();
+                        let balanced = (2.0 * WAKE_UP.as_secs_f64() * waited).sqrt();
+                        Duration::from_secs_f64(balanced).clamp(NAP, self.max.max(NAP))
+                    }
+                    None => NAP,
+                };
+                self.sleep = (self.sleep * 2).min(cap);
             }
         }
     }
@@ -398,7 +416,7 @@ impl<T: Message, S: Message, R: Message> MasterLink<T, S, R> for MpiMaster<T, S,
 
     fn recv(&mut self) -> Result<(usize, FromWorker<T, R>)> {
         self.reap();
-        let backoff = Backoff::new(Duration::from_micros(200), Duration::from_micros(100));
+        let backoff = Backoff::new(Duration::from_micros(200), Duration::from_millis(1));
         let (rank, tag, body) = self.end.receive(None, backoff);
         let bytes = self.end.bytes(&body);
         let worker = (rank - 1) as usize;
