@@ -225,19 +225,16 @@ impl Probe {
         ) else {
             return;
         };
-        let sent = match shared.take() {
-            Some(since) => Sent {
-                entry: since,
-                bytes: self.shared_bytes + bytes,
-                queued: !outstanding.is_empty(),
-            },
-            None => Sent {
-                entry,
-                bytes,
-                queued: !outstanding.is_empty(),
-            },
+        let (entry, bytes) = match shared.take() {
+            Some(since) => (since, self.shared_bytes + bytes),
+            None => (entry, bytes),
         };
-        outstanding.push_back(sent);
+        let queued = !outstanding.is_empty();
+        outstanding.push_back(Sent {
+            entry,
+            bytes,
+            queued,
+        });
     }
 
     /// `worker`'s answer of `bytes` was received at `at`, after `busy` processing time.

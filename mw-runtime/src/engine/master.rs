@@ -13,7 +13,7 @@ use crate::config::RunConfig;
 use crate::error::{Error, ErrorKind, Result};
 use crate::measure::{Facts, Probe, TaskStats};
 use crate::metrics::{Failure, IterationMetrics, RunMetrics};
-use crate::policy::{Ask, Plan, Policy, PolicyName};
+use crate::policy::{self, Ask, Plan, Policy, PolicyName};
 use crate::progress::Progress;
 use crate::trace::{MasterWork, Trace};
 use crate::transport::{Chunk, Done, Failed, FromWorker, MasterLink, ToWorker};
@@ -347,20 +347,17 @@ where
         self.prefetch(round, worker, now)
     }
 
-    /// Sends `worker`, already holding a chunk, more while it holds no more than `prefetch`
-    /// beyond the one it processes and the work left is plenty: at least `prefetch + 1` chunks
-    /// of the size it holds for every worker taking part. The last chunks of the iteration are
-    /// then still handed out by self-scheduling, to whoever is free first, and a failed
-    /// worker's chunks go to a free worker, never to the back of a queue.
+    /// Sends `worker`, already holding a chunk, more while plenty of work is left
+    /// ([`policy::sends_ahead`]) and no failed worker's chunk waits: those go to a free worker,
+    /// never to the back of a queue.
     fn prefetch(&mut self, round: &mut Round<M>, worker: usize, now: Instant) -> Result<()> {
         let depth = self.config.prefetch_depth();
         loop {
             let held = &round.in_flight[worker];
-            let Some(last) = held.back() else {
-                return Ok(());
-            };
-            let plenty = (depth + 1) * round.workers * last.len;
-            if held.len() > depth || !round.retry.is_empty() || round.uncut < plenty {
+            let last = held.back().map_or(0, |f| f.len);
+            if !round.retry.is_empty()
+                || !policy::sends_ahead(held.len(), last, depth, round.workers, round.uncut)
+            {
                 return Ok(());
             }
             self.dispatch(round, worker, now)?;

@@ -167,5 +167,20 @@ pub(crate) fn split_even(total: usize, parts: usize) -> impl Iterator<Item = usi
         .filter(|&size| size > 0)
 }
 
+/// Whether a worker holding `held` chunks, the last of `last` tasks, gets one more ahead:
+/// while it holds no more than `depth` beyond the one it processes, and at least `depth + 1`
+/// chunks of that size are left to cut for each of the `workers` taking part, so that the
+/// last chunks of an iteration are still handed out to whoever is free first. The engine and
+/// the factor tunlet's simulation both ask it.
+pub(crate) fn sends_ahead(
+    held: usize,
+    last: usize,
+    depth: usize,
+    workers: usize,
+    uncut: usize,
+) -> bool {
+    held > 0 && held <= depth && uncut >= (depth + 1) * workers * last
+}
+
 #[cfg(test)]
 mod tests;

@@ -9,7 +9,7 @@ use std::collections::BinaryHeap;
 
 use crate::config::Protocol;
 use crate::measure::TaskStats;
-use crate::policy::{Ask, Plan, PolicyName};
+use crate::policy::{Ask, Plan, PolicyName, sends_ahead};
 
 /// One worker's measured task time.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -170,17 +170,16 @@ impl Run<'_, '_> {
         }));
     }
 
-    /// Sends `worker`, holding a chunk, more while the engine would (see `Engine::prefetch`).
+    /// Sends `worker`, holding a chunk, more while the engine would.
     fn prefetch(&mut self, worker: usize) {
         let (depth, n) = (self.spec.prefetch, self.spec.workers.len());
-        loop {
-            let held = self.held[worker];
-            if held.chunks == 0
-                || held.chunks > depth
-                || self.remaining < (depth + 1) * n * held.last
-            {
-                return;
-            }
+        while sends_ahead(
+            self.held[worker].chunks,
+            self.held[worker].last,
+            depth,
+            n,
+            self.remaining,
+        ) {
             self.give(worker, 0.0);
         }
     }
