@@ -23,3 +23,45 @@ pub(crate) fn now() -> Instant {
 pub(crate) fn since(earlier: Instant) -> Duration {
     now().saturating_duration_since(earlier)
 }
+
+/// A worker thread's CPU time around the processing of a chunk: with the chunk's wall time, it
+/// tells whether tasks keep a core busy (and so compete for the machine's cores) or wait
+/// (sleep, I/O) and leave it. A read is a system call of a few hundred nanoseconds, so a chunk
+/// is measured only when the one before took long enough for the read not to matter.
+#[derive(Debug)]
+pub(crate) struct CpuMeter {
+    measure: bool,
+    started: Option<cpu_time::ThreadTime>,
+}
+
+/// Processing time below which a chunk's successor is not measured.
+const CPU_WORTH_MEASURING: Duration = Duration::from_micros(20);
+
+impl Default for CpuMeter {
+    fn default() -> Self {
+        CpuMeter {
+            measure: true,
+            started: None,
+        }
+    }
+}
+
+impl CpuMeter {
+    /// A chunk begins.
+    pub(crate) fn begin(&mut self) {
+        self.started = if self.measure {
+            cpu_time::ThreadTime::try_now().ok()
+        } else {
+            None
+        };
+    }
+
+    /// The chunk, which took `busy` of wall time, ended: its CPU time in ns, if measured.
+    pub(crate) fn end(&mut self, busy: Duration) -> Option<u64> {
+        self.measure = busy >= CPU_WORTH_MEASURING;
+        let started = self.started.take()?;
+        let cpu = cpu_time::ThreadTime::try_now().ok()?.as_duration();
+        let spent = cpu.checked_sub(started.as_duration())?;
+        u64::try_from(spent.as_nanos()).ok()
+    }
+}

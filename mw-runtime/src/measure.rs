@@ -182,6 +182,9 @@ pub(crate) struct Probe {
     /// Per worker: the chunks sent and not yet answered, oldest first.
     outstanding: Vec<VecDeque<Sent>>,
     busy: Vec<Duration>,
+    /// CPU time of the chunks whose CPU time was measured, and their processing time.
+    cpu: Duration,
+    cpu_busy: Duration,
     tasks: Vec<Moments>,
     pub bytes_to: u64,
     pub bytes_from: u64,
@@ -199,6 +202,8 @@ impl Probe {
             shared: vec![None; pool],
             outstanding: vec![VecDeque::new(); pool],
             busy: vec![Duration::ZERO; pool],
+            cpu: Duration::ZERO,
+            cpu_busy: Duration::ZERO,
             tasks: vec![Moments::default(); pool],
             bytes_to: 0,
             bytes_from: 0,
@@ -237,16 +242,22 @@ impl Probe {
         });
     }
 
-    /// `worker`'s answer of `bytes` was received at `at`, after `busy` processing time.
+    /// `worker`'s answer of `bytes` was received at `at`, after `busy` processing time of which
+    /// `cpu` kept a core busy (when measured).
     pub(crate) fn answered(
         &mut self,
         worker: usize,
         bytes: u64,
         at: Instant,
         busy: Duration,
+        cpu: Option<Duration>,
         tasks: &Moments,
     ) {
         self.bytes_from += bytes;
+        if let Some(cpu) = cpu {
+            self.cpu += cpu.min(busy);
+            self.cpu_busy += busy;
+        }
         if let Some(b) = self.busy.get_mut(worker) {
             *b += busy;
         }
@@ -275,6 +286,35 @@ impl Probe {
         }
     }
 
+    /// Mean time of the tasks answered so far, in ms.
+    pub(crate) fn task_mean(&self) -> f64 {
+        let mut all = Moments::default();
+        for t in &self.tasks {
+            all.merge(t);
+        }
+        all.mean()
+    }
+
+    /// Tasks answered so far, and the processing time they took, in ms.
+    pub(crate) fn done(&self) -> (u64, f64) {
+        let tasks = self.tasks.iter().map(Moments::count).sum();
+        (tasks, self.busy.iter().map(|&b| ms(b)).sum())
+    }
+
+    /// The measurements so far, for a checkpoint inside the iteration: `facts` describe the
+    /// part done (its tasks answered and its time until now).
+    pub(crate) fn observe_so_far(&self, facts: Facts) -> Observation {
+        Probe {
+            shared: Vec::new(),
+            outstanding: Vec::new(),
+            busy: self.busy.clone(),
+            tasks: self.tasks.clone(),
+            transfers: self.transfers.clone(),
+            ..*self
+        }
+        .observe(facts)
+    }
+
     /// The iteration's derived measurements.
     pub(crate) fn observe(self, facts: Facts) -> Observation {
         let busy_ms: Vec<f64> = self.busy.iter().map(|&b| ms(b)).collect();
@@ -290,6 +330,8 @@ impl Probe {
             active,
             serial_ms: ms(self.serial),
             recover_ms: ms(self.recover),
+            cpu_share: (self.cpu_busy > Duration::ZERO)
+                .then(|| self.cpu.as_secs_f64() / self.cpu_busy.as_secs_f64()),
             bytes_to: self.bytes_to,
             bytes_from: self.bytes_from,
             shared_bytes: self.shared_bytes,
@@ -312,6 +354,9 @@ pub(crate) struct Facts {
     pub chunks: usize,
     /// Wall time of the iteration (`Tt`), in ms.
     pub time_ms: f64,
+    /// Whether `nworkers` or `factor` changed while the iteration ran: its time then belongs
+    /// to no single setting.
+    pub mixed: bool,
 }
 
 /// One iteration, measured: the inputs of the model (DESIGN §6) and of the tunlets.
@@ -328,6 +373,10 @@ pub(crate) struct Observation {
     pub serial_ms: f64,
     /// Master time handling answers: from receipt, the bookkeeping and the `recover` calls.
     pub recover_ms: f64,
+    /// The share of processing time that kept a core busy (thread CPU time over wall time),
+    /// over the chunks where it was measured: near 1 for computing tasks, near 0 for tasks
+    /// that wait (sleep, I/O).
+    pub cpu_share: Option<f64>,
     pub bytes_to: u64,
     pub bytes_from: u64,
     /// Bytes of the shared part, sent to each worker taking part.

@@ -134,6 +134,7 @@ impl Tunables {
         };
         Some(Decision {
             iteration,
+            tasks_done: None,
             tunable: change.tunable().to_owned(),
             from,
             to: change.value(),
@@ -190,8 +191,12 @@ impl Why {
 /// A change of a tunable, with why it was made. Listed under `decisions` in the metrics.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Decision {
-    /// The first iteration that runs with the new value.
+    /// The first iteration that runs with the new value, or, for a change made inside an
+    /// iteration, that iteration.
     pub iteration: usize,
+    /// For a change made inside an iteration: how many of its tasks were done when it was made.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tasks_done: Option<usize>,
     /// `nworkers`, `factor` or `policy`.
     pub tunable: String,
     /// Value before.
@@ -331,6 +336,29 @@ impl TunablesHandle {
                 state.held.push(change.tunable());
             }
             if let Some(decision) = state.current.apply(change, iteration, why) {
+                applied.push(Applied {
+                    decision,
+                    source: why.source,
+                });
+            }
+        }
+        applied
+    }
+}
+
+impl TunablesHandle {
+    /// Applies the tuner's queued changes at once, inside `iteration` with `tasks_done` of its
+    /// tasks done; requests from the application or from outside wait for the boundary.
+    pub(crate) fn apply_tuned_now(&self, iteration: usize, tasks_done: usize) -> Vec<Applied> {
+        let mut state = self.lock();
+        let (tuned, others): (Vec<_>, Vec<_>) = std::mem::take(&mut state.pending)
+            .into_iter()
+            .partition(|(_, why)| why.source == Source::Tuner);
+        state.pending = others;
+        let mut applied = Vec::new();
+        for (change, why) in &tuned {
+            if let Some(mut decision) = state.current.apply(change, iteration, why) {
+                decision.tasks_done = Some(tasks_done);
                 applied.push(Applied {
                     decision,
                     source: why.source,

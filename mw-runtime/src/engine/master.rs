@@ -18,7 +18,7 @@ use crate::progress::Progress;
 use crate::trace::{MasterWork, Trace};
 use crate::transport::{Chunk, Done, Failed, FromWorker, MasterLink, ToWorker};
 use crate::tunables::TunablesHandle;
-use crate::tuning::{ControlServer, Status, Tuner};
+use crate::tuning::{ControlServer, Span, Status, Tuner};
 
 /// Runs the whole program on the master: initialize, iterate, shut the workers down, final work.
 /// Workers are always told to stop, even when the run fails, so no thread or rank is left waiting.
@@ -34,6 +34,7 @@ where
 {
     let started = clock::now();
     let pool = link.pool();
+    let cores = link.cores();
     let tunables = TunablesHandle::new(config.tunables(pool), pool);
     let mut engine = Engine {
         master,
@@ -44,7 +45,7 @@ where
         policy_name: config.policy,
         healthy: vec![true; pool],
         stats: TaskStats::new(pool),
-        tuner: Tuner::new(config),
+        tuner: Tuner::new(config, cores),
         control: None,
         next_chunk_id: 0,
         metrics: RunMetrics {
@@ -135,6 +136,19 @@ struct Round<M: Master> {
     probe: Probe,
     /// Time the tuner spent on this iteration.
     tuning: Duration,
+    started: Instant,
+    factor: f64,
+    /// Tasks answered.
+    done: u64,
+    /// Tasks still to cut one at a time, to measure them before the policy plans the rest.
+    probe_left: usize,
+    /// Whether the policy has planned the uncut tasks (not while the probe is out).
+    planned: bool,
+    /// Tasks answered at which the tuner looks next, and the step between looks.
+    next_look: Option<u64>,
+    look_every: u64,
+    /// Whether a tunable changed during the iteration.
+    mixed: bool,
 }
 
 impl<M, L> Engine<'_, M, L>
@@ -198,11 +212,7 @@ where
         for index in 0.. {
             let applied = self.tunables.apply_pending(index);
             for a in &applied {
-                let d = &a.decision;
-                eprintln!(
-                    "mw: iteration {index}: {} {} → {} ({})",
-                    d.tunable, d.from, d.to, d.reason
-                );
+                self.announce(&a.decision);
             }
             self.tuner.applied(&applied);
             self.metrics
@@ -244,6 +254,9 @@ where
         let shared_bytes = work.shared.encoded_len() as u64;
         let mut probe = Probe::new(pool, shared_bytes);
         probe.serial += partitioned;
+        let tuned = self.config.tuning.mode != crate::config::TuneMode::Off;
+        let look_every = (tasks as u64 / LOOKS).max(1);
+        let probe_tasks = self.probe_tasks(it, tasks);
         let mut round = Round::<M> {
             index: it.index,
             shared: Arc::new(work.shared),
@@ -259,14 +272,22 @@ where
             prefetched: 0,
             probe,
             tuning: Duration::ZERO,
-        };
-        self.policy.begin(&Plan {
-            tasks,
-            workers: it.workers,
+            started,
             factor: it.factor,
-            min_chunk: self.config.min_chunk,
-            stats: &self.stats,
-        });
+            done: 0,
+            probe_left: probe_tasks,
+            planned: false,
+            next_look: tuned.then_some(if probe_tasks > 0 {
+                probe_tasks as u64
+            } else {
+                look_every
+            }),
+            look_every,
+            mixed: false,
+        };
+        if probe_tasks == 0 {
+            self.plan(&mut round);
+        }
         let chosen: Vec<usize> = (0..pool)
             .filter(|&w| self.healthy[w])
             .take(it.workers)
@@ -299,7 +320,11 @@ where
                 (worker, FromWorker::Done(done)) => {
                     let (recovered, now) = self.recover(&mut round, worker, done, at)?;
                     outstanding -= recovered;
+                    round.done += recovered as u64;
                     self.progress.tasks_done(recovered);
+                    if round.next_look.is_some_and(|at| round.done >= at) && outstanding > 0 {
+                        self.look(&mut round, tasks)?;
+                    }
                     self.supply(&mut round, worker, now)?;
                 }
                 (worker, FromWorker::Failed(failed)) => {
@@ -315,6 +340,16 @@ where
         }
 
         let closing = clock::now();
+        let (done, busy_ms) = round.probe.done();
+        let end = Span {
+            ms: ms(closing.saturating_duration_since(started)),
+            tasks: done,
+            busy_ms,
+            workers: round.workers,
+        };
+        self.tuner.close_midway(end, it.index, &self.tunables);
+        round.tuning += clock::since(closing);
+        let closing = clock::now();
         let flow = self.master.end_iteration(it);
         round.probe.serial += clock::since(closing);
         self.trace.master(closing, MasterWork::EndIteration);
@@ -323,6 +358,152 @@ where
         self.trace.iteration_ends(it.index, started);
         self.progress.iteration_ends();
         Ok(Some(flow))
+    }
+
+    /// Tasks the first iteration of a run measures one at a time before any is planned, so that
+    /// the tuner can size the pool within the first tenth of the tasks: when it may grow the
+    /// pool, nothing has been measured yet, and the tasks are many enough for the probe to be a
+    /// small part of them.
+    fn probe_tasks(&self, it: &Iteration, tasks: usize) -> usize {
+        let tuning = &self.config.tuning;
+        let (_, hi) = tuning.range(self.link.pool());
+        let probe = PROBE_TASKS.max(2 * it.workers);
+        let cold = self.stats.pooled().count() == 0;
+        if tuning.mode.tunes_workers() && it.workers < hi && cold && tasks >= LOOKS as usize * probe
+        {
+            probe
+        } else {
+            0
+        }
+    }
+
+    /// Lets the policy plan the tasks not yet cut, for the workers and factor in force.
+    fn plan(&mut self, round: &mut Round<M>) {
+        self.policy.begin(&Plan {
+            tasks: round.uncut,
+            workers: round.workers,
+            factor: round.factor,
+            min_chunk: self.config.min_chunk,
+            stats: &self.stats,
+        });
+        round.planned = true;
+    }
+
+    /// A checkpoint inside the iteration: the tuner looks at the tasks answered so far and may
+    /// change `nworkers` or `factor` at once: new workers get the shared part and chunks, workers
+    /// taken out get no more, and the policy plans the tasks not yet cut anew.
+    fn look(&mut self, round: &mut Round<M>, tasks: usize) -> Result<()> {
+        let looking = clock::now();
+        let (done, busy_ms) = round.probe.done();
+        round.next_look = Some(done + round.look_every).filter(|&at| at < tasks as u64);
+        let span = Span {
+            ms: ms(looking.saturating_duration_since(round.started)),
+            tasks: done,
+            busy_ms,
+            workers: round.workers,
+        };
+        let asked = self.tuner.wants_look(round.probe.task_mean()) && {
+            let so_far = round.probe.observe_so_far(Facts {
+                index: round.index,
+                workers: round.workers,
+                factor: round.factor,
+                policy: self.policy_name,
+                tasks: done as usize,
+                chunks: round.chunk_sizes.len(),
+                time_ms: span.ms,
+                mixed: true,
+            });
+            let healthy = self.healthy.iter().filter(|&&h| h).count();
+            self.tuner.checkpoint(
+                &so_far,
+                span,
+                tasks - done as usize,
+                round.look_every,
+                &self.tunables.current(),
+                healthy,
+                &self.stats,
+                &self.tunables,
+            )
+        };
+        round.tuning += clock::since(looking);
+        if asked {
+            self.apply_now(round, done as usize)?;
+        }
+        if !round.planned {
+            self.plan(round);
+        }
+        // Workers left waiting (by the probe, or with nothing left to cut) get chunks now.
+        while let Some(worker) = round.idle.pop() {
+            if !self.dispatch(round, worker, clock::now())? {
+                round.idle.push(worker);
+                break;
+            }
+            self.prefetch(round, worker, clock::now())?;
+        }
+        Ok(())
+    }
+
+    /// Applies the tuner's changes inside the iteration, `done` of its tasks answered.
+    fn apply_now(&mut self, round: &mut Round<M>, done: usize) -> Result<()> {
+        let applied = self.tunables.apply_tuned_now(round.index, done);
+        if applied.is_empty() {
+            return Ok(());
+        }
+        for a in &applied {
+            self.announce(&a.decision);
+        }
+        self.tuner.applied(&applied);
+        self.metrics
+            .decisions
+            .extend(applied.into_iter().map(|a| a.decision));
+        round.mixed = true;
+        let current = self.tunables.current();
+        round.factor = current.factor;
+        let healthy = self.healthy.iter().filter(|&&h| h).count();
+        let target = current.nworkers.min(healthy).max(1);
+        if target > round.workers {
+            let joining: Vec<usize> = (0..self.healthy.len())
+                .filter(|&w| self.healthy[w] && !round.active[w])
+                .take(target - round.workers)
+                .collect();
+            for &worker in &joining {
+                self.activate(round, worker)?;
+                round.idle.push(worker);
+            }
+            round.workers += joining.len();
+        } else if target < round.workers {
+            // Idle workers leave first, then the last busy ones, which finish what they hold.
+            let mut leaving = round.workers - target;
+            while leaving > 0 {
+                let Some(worker) = round
+                    .idle
+                    .pop()
+                    .or_else(|| (0..round.active.len()).rev().find(|&w| round.active[w]))
+                else {
+                    break;
+                };
+                round.active[worker] = false;
+                leaving -= 1;
+            }
+            round.workers = target;
+        }
+        self.plan(round);
+        Ok(())
+    }
+
+    /// Says on stderr what changed and why, unless the run is `--quiet`.
+    fn announce(&self, d: &crate::tunables::Decision) {
+        if self.config.quiet {
+            return;
+        }
+        let when = match d.tasks_done {
+            Some(done) => format!("iteration {} after {done} tasks", d.iteration),
+            None => format!("iteration {}", d.iteration),
+        };
+        eprintln!(
+            "mw: {when}: {} {} → {} ({})",
+            d.tunable, d.from, d.to, d.reason
+        );
     }
 
     /// Sends the iteration's shared part to `worker`, making it take part.
@@ -340,6 +521,10 @@ where
     /// Keeps `worker`, which just answered, supplied: a chunk now if it holds none (with nothing
     /// left, it waits idle), then as many ahead as `prefetch` allows.
     fn supply(&mut self, round: &mut Round<M>, worker: usize, now: Instant) -> Result<()> {
+        if !round.active[worker] {
+            // Taken out of the iteration midway: it parks once its chunks are answered.
+            return Ok(());
+        }
         if round.in_flight[worker].is_empty() && !self.dispatch(round, worker, now)? {
             round.idle.push(worker);
             return Ok(());
@@ -357,10 +542,10 @@ where
             let last = held.back().map_or(0, |f| f.len);
             if !round.retry.is_empty()
                 || !policy::sends_ahead(held.len(), last, depth, round.workers, round.uncut)
+                || !self.dispatch(round, worker, now)?
             {
                 return Ok(());
             }
-            self.dispatch(round, worker, now)?;
         }
     }
 
@@ -371,12 +556,20 @@ where
         let (first, tasks) = if let Some(retry) = round.retry.pop_front() {
             retry
         } else if round.uncut > 0 {
-            let ask = Ask {
-                worker,
-                remaining: round.uncut,
-                stats: &self.stats,
+            let size = if round.probe_left > 0 {
+                round.probe_left -= 1;
+                1
+            } else if !round.planned {
+                // The probe's tasks are out: the rest waits for the tuner's first look.
+                return Ok(false);
+            } else {
+                let ask = Ask {
+                    worker,
+                    remaining: round.uncut,
+                    stats: &self.stats,
+                };
+                self.policy.next_chunk(&ask).clamp(1, round.uncut)
             };
-            let size = self.policy.next_chunk(&ask).clamp(1, round.uncut);
             let first = round.next_task;
             round.next_task += size;
             round.uncut -= size;
@@ -436,9 +629,15 @@ where
             }
         };
         let busy = Duration::from_nanos(done.busy_ns);
-        round
-            .probe
-            .answered(worker, done.encoded_len() as u64, at, busy, &done.task_ms);
+        let cpu = done.cpu_ns.map(Duration::from_nanos);
+        round.probe.answered(
+            worker,
+            done.encoded_len() as u64,
+            at,
+            busy,
+            cpu,
+            &done.task_ms,
+        );
         self.stats.record(worker, &done.task_ms);
         self.policy.chunk_done(worker, flight.len, busy);
         let recovering = self.trace.mark();
@@ -551,6 +750,7 @@ where
             tasks,
             chunks: round.chunk_sizes.len(),
             time_ms: ms(elapsed),
+            mixed: round.mixed,
         };
         // Deriving the measurements counts as the tuner's time too.
         let tuning_started = clock::now();
@@ -653,6 +853,12 @@ where
         first_error.map_or(Ok(()), Err)
     }
 }
+
+/// Checkpoints per iteration: the tuner may look after every tenth of the tasks.
+const LOOKS: u64 = 10;
+/// Tasks measured one at a time at the start of a run before the pool is sized (at least two
+/// per worker taking part).
+const PROBE_TASKS: usize = 8;
 
 fn describe<T, R>(message: &FromWorker<T, R>) -> &'static str {
     match message {

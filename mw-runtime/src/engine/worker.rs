@@ -49,6 +49,7 @@ pub(crate) fn serve<W, L>(
 
     let mut shared: Option<Arc<W::Shared>> = None;
     let mut stretch = None;
+    let mut cpu = clock::CpuMeter::default();
     while let Some(message) = link.recv() {
         match message {
             ToWorker::Shared { iteration, part } => {
@@ -64,7 +65,7 @@ pub(crate) fn serve<W, L>(
                     })
                 };
                 let answer = match (&mut worker, &shared) {
-                    (Some(w), Some(part)) => process(w, part, chunk, stretch.as_mut()),
+                    (Some(w), Some(part)) => process(w, part, chunk, stretch.as_mut(), &mut cpu),
                     // Chunks sent ahead to a worker whose `do_work` then panicked.
                     (None, _) => unprocessed(chunk, "the worker was retired after a failure"),
                     (Some(_), None) => {
@@ -102,9 +103,11 @@ fn process<W: Worker>(
     shared: &W::Shared,
     chunk: Chunk<W::Task>,
     mut stretch: Option<&mut Stretch>,
+    cpu: &mut clock::CpuMeter,
 ) -> FromWorker<W::Task, W::Result> {
     let mut results = Vec::with_capacity(chunk.tasks.len());
     let mut task_ms = Moments::default();
+    cpu.begin();
     let started = clock::now();
     let outcome = catch_unwind(AssertUnwindSafe(|| {
         let mut begun = started;
@@ -125,14 +128,18 @@ fn process<W: Worker>(
             chunk: chunk.id,
             results,
             busy_ns: u64::try_from((ended - started).as_nanos()).unwrap_or(u64::MAX),
+            cpu_ns: cpu.end(ended - started),
             task_ms,
             began: Some(started),
         }),
-        Err(panic) => FromWorker::Failed(Failed {
-            chunk: chunk.id,
-            tasks: chunk.tasks,
-            message: panic_message(&*panic),
-        }),
+        Err(panic) => {
+            cpu.end(std::time::Duration::ZERO);
+            FromWorker::Failed(Failed {
+                chunk: chunk.id,
+                tasks: chunk.tasks,
+                message: panic_message(&*panic),
+            })
+        }
     }
 }
 

@@ -55,6 +55,7 @@ fn done(chunk: u64, tasks: usize, busy: Duration) -> FromWorker<u32, u32> {
         chunk,
         results: vec![0; tasks],
         busy_ns: busy.as_nanos() as u64,
+        cpu_ns: None,
         task_ms: Moments::default(),
         began: None,
     })
@@ -413,6 +414,7 @@ fn local_work_is_placed_exactly_and_arrows_never_go_back_in_time() {
         chunk: 0,
         results: vec![0],
         busy_ns: 10,
+        cpu_ns: None,
         task_ms: Moments::default(),
         began: Some(began),
     });

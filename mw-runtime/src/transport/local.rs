@@ -69,6 +69,10 @@ impl<T, S, R> MasterLink<T, S, R> for LocalMaster<T, S, R> {
         self.to_workers.len()
     }
 
+    fn cores(&self) -> Option<usize> {
+        std::thread::available_parallelism().ok().map(usize::from)
+    }
+
     fn backend(&self) -> &'static str {
         "local"
     }

@@ -55,6 +55,9 @@ pub(crate) struct Done<R> {
     pub results: Vec<R>,
     /// Time spent in `do_work` for the whole chunk, in ns.
     pub busy_ns: u64,
+    /// Thread CPU time the worker spent on the chunk, in ns, when it measured it (see
+    /// `clock::CpuMeter`): how much of `busy_ns` kept a core busy.
+    pub cpu_ns: Option<u64>,
     /// Per-task times in ms (count, sum, sum of squares).
     pub task_ms: Moments,
     /// When `do_work` began on the chunk. Only the local backend carries it (its threads share
@@ -76,6 +79,11 @@ pub(crate) trait MasterLink<T, S, R> {
     fn pool(&self) -> usize;
     /// `"local"` or `"mpi"`.
     fn backend(&self) -> &'static str;
+    /// The cores the workers share, when the backend knows them (threads of one process do;
+    /// ranks on machines of their own are not counted).
+    fn cores(&self) -> Option<usize> {
+        None
+    }
     /// Sends one message to `worker`; under the sync protocol it returns once delivered.
     fn send(&mut self, worker: usize, message: ToWorker<T, S>) -> Result<()>;
     /// An empty vector for the tasks of the next chunk: one a chunk sent before left behind
@@ -126,16 +134,18 @@ impl<T: Message> Message for Chunk<T> {
 }
 
 impl<R: Message> Message for Done<R> {
-    /// Chunk id, busy time, task count, the two sums, then the results.
-    const MIN_ENCODED_LEN: usize = 40 + <Vec<R>>::MIN_ENCODED_LEN;
+    /// Chunk id, busy time, CPU time (`u64::MAX` when not measured), task count, the two sums,
+    /// then the results.
+    const MIN_ENCODED_LEN: usize = 48 + <Vec<R>>::MIN_ENCODED_LEN;
 
     fn encoded_len(&self) -> usize {
-        40 + self.results.encoded_len()
+        48 + self.results.encoded_len()
     }
 
     fn encode(&self, out: &mut Vec<u8>) {
         self.chunk.encode(out);
         self.busy_ns.encode(out);
+        self.cpu_ns.unwrap_or(u64::MAX).encode(out);
         self.task_ms.count().encode(out);
         self.task_ms.sum().encode(out);
         self.task_ms.sum_sq().encode(out);
@@ -158,6 +168,7 @@ impl<R: Message> Done<R> {
         let field = |name| move |e: DecodeError| e.in_field("Done", name);
         let chunk = u64::decode(input).map_err(field("chunk"))?;
         let busy_ns = u64::decode(input).map_err(field("busy_ns"))?;
+        let cpu_ns = u64::decode(input).map_err(field("cpu_ns"))?;
         let count = u64::decode(input).map_err(field("task_ms"))?;
         let sum = f64::decode(input).map_err(field("task_ms"))?;
         let sum_sq = f64::decode(input).map_err(field("task_ms"))?;
@@ -178,6 +189,7 @@ impl<R: Message> Done<R> {
             chunk,
             results,
             busy_ns,
+            cpu_ns: (cpu_ns != u64::MAX).then_some(cpu_ns),
             task_ms: Moments::from_sums(count, sum, sum_sq),
             began: None,
         })

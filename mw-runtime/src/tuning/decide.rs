@@ -5,6 +5,7 @@
 
 use std::collections::VecDeque;
 
+use super::Span;
 use crate::tunables::Change;
 
 /// Relative gain below which no proposal is acted on, however quiet the measurements.
@@ -104,6 +105,9 @@ pub(crate) struct Trial {
     pub conditions: Conditions,
     /// Whether the engine has applied it yet.
     pub applied: bool,
+    /// Where a change made inside an iteration began: it is judged on the tasks that follow
+    /// it in that iteration, against the stretch of the iteration before it.
+    pub midway: Option<Span>,
 }
 
 /// What became of a trial.
@@ -155,7 +159,7 @@ impl Decider {
     /// explain (`(measured − model)/measured` at the settings it ran with).
     pub fn scored(&mut self, score: f64, time_ms: f64, residual: f64) {
         if let Some(trial) = &mut self.trial {
-            if trial.applied {
+            if trial.applied && trial.midway.is_none() {
                 trial.scores.push(score);
                 trial.times.push(time_ms);
             }
@@ -242,11 +246,11 @@ impl Decider {
 
     /// Iterations a proposal must hold before it is acted on. The starting values are a guess,
     /// not a measured choice, and every iteration spent at a poor one costs more than a later
-    /// mistake would: at the first boundary, a proposal that promises to at least halve the
-    /// objective is acted on at once (the watch still rolls it back if it made things worse).
-    /// Everywhere else, `persistence`.
-    pub fn persistence_needed(persistence: usize, iteration: usize, proposal: &Proposal) -> usize {
-        if iteration == 0 && proposal.gain >= COLD_START_GAIN {
+    /// mistake would: at the first look of a run (its first checkpoint or boundary), a proposal
+    /// that promises to at least halve the objective is acted on at once (the watch still rolls
+    /// it back if it made things worse). Everywhere else, `persistence`.
+    pub fn persistence_needed(persistence: usize, first: bool, proposal: &Proposal) -> usize {
+        if first && proposal.gain >= COLD_START_GAIN {
             1
         } else {
             persistence
@@ -270,7 +274,11 @@ impl Decider {
         self.left
             .iter()
             .filter(|l| l.tunable == tunable)
-            .filter(|l| iteration.saturating_sub(l.iteration) < HYSTERESIS_ITERATIONS)
+            // A direction that was rolled back stays closed while the conditions hold: on the
+            // same machine and load, trying it again would cost the same again.
+            .filter(|l| {
+                l.rolled_back || iteration.saturating_sub(l.iteration) < HYSTERESIS_ITERATIONS
+            })
             .filter(|l| !l.conditions.changed_a_lot(now))
             .find_map(|l| {
                 let span = (l.to - l.from).abs();
@@ -293,16 +301,22 @@ impl Decider {
 
     /// Starts watching a change the tuner asked for; the baseline is the `persistence`
     /// iterations the proposal held for.
+    /// A change made inside an iteration (`midway`: where, with the score of the stretch before
+    /// it) has that score as its baseline instead.
     pub fn start(
         &mut self,
         proposal: &Proposal,
         back: Change,
         conditions: Conditions,
         persistence: usize,
+        midway: Option<(Span, f64)>,
     ) {
-        let (baseline, baseline_ms) = self
-            .baseline(persistence)
-            .unwrap_or((f64::INFINITY, f64::INFINITY));
+        let (baseline, baseline_ms) = match midway {
+            Some((_, score)) => (score, f64::NAN),
+            None => self
+                .baseline(persistence)
+                .unwrap_or((f64::INFINITY, f64::INFINITY)),
+        };
         self.trial = Some(Trial {
             tunable: proposal.change.tunable(),
             from: proposal.from,
@@ -317,25 +331,61 @@ impl Decider {
             times: Vec::new(),
             conditions,
             applied: false,
+            midway: midway.map(|(span, _)| span),
         });
     }
 
     /// Judges the trial once it has run `persistence` iterations: worse than the baseline by
-    /// more than the threshold is rolled back.
+    /// more than the threshold is rolled back. A change made inside an iteration is judged by
+    /// [`judge_midway`](Decider::judge_midway) instead.
     pub fn judge(&mut self, persistence: usize, iteration: usize) -> Verdict {
         let Some(trial) = &self.trial else {
             return Verdict::Watching;
         };
-        if !trial.applied || trial.scores.len() < persistence {
+        if !trial.applied || trial.midway.is_some() || trial.scores.len() < persistence {
             return Verdict::Watching;
         }
         let n = trial.scores.len() as f64;
         let after = trial.scores.iter().sum::<f64>() / n;
         let measured_ms = trial.times.iter().sum::<f64>() / trial.times.len().max(1) as f64;
-        let limit = trial.baseline * (1.0 + trial.noise.max(MIN_GAIN) * trial.sensitivity);
+        self.conclude(after, measured_ms, iteration, "iterations took")
+    }
+
+    /// Judges a change made inside an iteration on the tasks done since: `after` is their score
+    /// per task, `ms_per_task` their time per task.
+    pub fn judge_midway(&mut self, after: f64, ms_per_task: f64, iteration: usize) -> Verdict {
+        if !self
+            .trial
+            .as_ref()
+            .is_some_and(|t| t.applied && t.midway.is_some())
+        {
+            return Verdict::Watching;
+        }
+        self.conclude(after, ms_per_task, iteration, "tasks took, per task,")
+    }
+
+    /// Keeps the trial without judging it (too little followed it to tell).
+    pub fn keep(&mut self, iteration: usize) {
+        if let Some(trial) = self.trial.take() {
+            self.left.push_back(Left {
+                tunable: trial.tunable,
+                from: trial.from,
+                to: trial.to,
+                rolled_back: false,
+                iteration,
+                conditions: trial.conditions,
+            });
+            while self.left.len() > 8 {
+                self.left.pop_front();
+            }
+        }
+    }
+
+    fn conclude(&mut self, after: f64, measured_ms: f64, iteration: usize, took: &str) -> Verdict {
         let Some(trial) = self.trial.take() else {
             return Verdict::Watching;
         };
+        let limit = trial.baseline * (1.0 + trial.noise.max(MIN_GAIN) * trial.sensitivity);
         let rolled_back = after > limit;
         self.left.push_back(Left {
             tunable: trial.tunable,
@@ -348,38 +398,38 @@ impl Decider {
         while self.left.len() > 8 {
             self.left.pop_front();
         }
-        if rolled_back {
-            let details = serde_json::json!({
-                "tunlet": "rollback",
-                "tunable": trial.tunable,
-                "tried": trial.to,
-                "restored": trial.from,
-                "baseline_ms": trial.baseline_ms,
-                "measured_ms": measured_ms,
-                "predicted_ms": trial.predicted_ms,
-                "baseline_score": trial.baseline,
-                "score": after,
-                "limit": limit,
-                "noise": trial.noise,
-            });
-            Verdict::RollBack {
-                details,
-                back: trial.back,
-                reason: format!(
-                    "rollback: with {} = {} iterations took {measured_ms:.2} ms (predicted {:.2}) \
-                     against {:.2} ms with {}: the objective's score per task {after:.3e} is \
-                     worse than {:.3e} beyond the noise (limit {limit:.3e})",
-                    trial.tunable,
-                    trial.to,
-                    trial.predicted_ms,
-                    trial.baseline_ms,
-                    trial.from,
-                    trial.baseline,
-                ),
-                measured_ms,
-            }
+        if !rolled_back {
+            return Verdict::Kept;
+        }
+        let details = serde_json::json!({
+            "tunlet": "rollback",
+            "tunable": trial.tunable,
+            "tried": trial.to,
+            "restored": trial.from,
+            "baseline_ms": trial.baseline_ms,
+            "measured_ms": measured_ms,
+            "predicted_ms": trial.predicted_ms,
+            "baseline_score": trial.baseline,
+            "score": after,
+            "limit": limit,
+            "noise": trial.noise,
+            "midway": trial.midway.is_some(),
+        });
+        let against = if trial.midway.is_some() {
+            String::new()
         } else {
-            Verdict::Kept
+            format!(" against {:.2} ms with {}", trial.baseline_ms, trial.from)
+        };
+        Verdict::RollBack {
+            details,
+            back: trial.back,
+            reason: format!(
+                "rollback: with {} = {} {took} {measured_ms:.3} ms (predicted {:.2}){against}: \
+                 the objective's score per task {after:.3e} is worse than {:.3e} beyond the \
+                 noise (limit {limit:.3e})",
+                trial.tunable, trial.to, trial.predicted_ms, trial.baseline,
+            ),
+            measured_ms,
         }
     }
 

@@ -10,6 +10,8 @@ use crate::measure::{Moments, Observation, Transfer};
 use crate::model::broadcast::{self, BroadcastParams};
 use crate::model::{self, ModelError, Params, fit_latency_bandwidth};
 
+use super::machine::Machine;
+
 /// Iterations whose transfers the fit of `mo` and `k` uses.
 pub(crate) const FIT_WINDOW: usize = 4;
 /// Transfers kept per iteration (evenly spread over the iteration's chunks).
@@ -74,6 +76,10 @@ pub(crate) struct Estimate {
     pub workers: Vec<Moments>,
     /// Workers that took part in the last iteration.
     pub active: usize,
+    /// Cores the workers share, when known (the local backend's threads).
+    pub cores: Option<usize>,
+    /// Share of the processing time that kept a core busy, as last measured.
+    pub cpu_share: Option<f64>,
     /// Iterations observed.
     pub iterations: usize,
 }
@@ -103,6 +109,14 @@ impl Variant {
         }
     }
 
+    /// The same model with `Tc` = `tc_ms`.
+    pub fn with_tc(self, tc_ms: f64) -> Variant {
+        match self {
+            Variant::Balanced(p) => Variant::Balanced(Params { tc_ms, ..p }),
+            Variant::Broadcast(p) => Variant::Broadcast(BroadcastParams { tc_ms, ..p }),
+        }
+    }
+
     /// `Tc`, in ms.
     pub fn tc_ms(&self) -> f64 {
         match self {
@@ -121,6 +135,14 @@ impl Variant {
 }
 
 impl Estimate {
+    /// Nothing measured yet, on a machine of `cores` cores when known.
+    pub fn on(cores: Option<usize>) -> Estimate {
+        Estimate {
+            cores,
+            ..Estimate::default()
+        }
+    }
+
     /// Folds in one iteration; returns the share of its time the model did not explain.
     pub fn update(&mut self, obs: &Observation, protocol: Protocol) -> f64 {
         let tasks = obs.facts.tasks.max(1) as f64;
@@ -154,6 +176,9 @@ impl Estimate {
         };
         self.shared_bytes = obs.shared_bytes as f64;
         self.active = obs.active;
+        if obs.cpu_share.is_some() {
+            self.cpu_share = obs.cpu_share;
+        }
         self.workers
             .resize(obs.worker_tasks.len(), Moments::default());
         for (slot, moments) in self.workers.iter_mut().zip(&obs.worker_tasks) {
@@ -162,12 +187,15 @@ impl Estimate {
             }
         }
         self.fit(&obs.transfers);
-        // The unexplained rest, from this iteration's own numbers at the n it ran with.
+        // The unexplained rest, from this iteration's own numbers at the n it ran with. An
+        // iteration whose settings changed midway ran with no single n: it calibrates nothing.
         let rest = self
             .variant_for(obs.tc_ms, chunk_bytes, obs.bytes_from as f64, obs.lm_ms())
             .time(obs.active, protocol)
             .map_or(0.0, |model| obs.facts.time_ms - model);
-        self.calibration_ms = mix(self.calibration_ms, rest);
+        if !obs.facts.mixed {
+            self.calibration_ms = mix(self.calibration_ms, rest);
+        }
         self.iterations += 1;
         if obs.facts.time_ms > 0.0 {
             rest / obs.facts.time_ms
@@ -268,16 +296,37 @@ impl Estimate {
         }
     }
 
+    /// The machine model at the last measurement, when the cores and the CPU share are known.
+    pub fn machine(&self) -> Option<Machine> {
+        Machine::measured(self.cores?, self.active, self.now.task_ms, self.cpu_share?)
+    }
+
+    /// How much longer tasks take with `n` workers than with the `active` ones measured: 1
+    /// without a machine model.
+    pub fn stretch(&self, n: usize) -> f64 {
+        self.machine()
+            .map_or(1.0, |m| m.stretch(n, self.active.max(1)))
+    }
+
+    /// The model of an iteration of `tasks` tasks with the given inputs run on `n` workers:
+    /// [`variant`](Estimate::variant) with `Tc` stretched by the cores' contention at `n`.
+    pub fn variant_at(&self, inputs: &Inputs, tasks: usize, n: usize) -> Variant {
+        let variant = self.variant(inputs, tasks);
+        let stretch = self.stretch(n);
+        if stretch == 1.0 {
+            variant
+        } else {
+            variant.with_tc(variant.tc_ms() * stretch)
+        }
+    }
+
     /// The predicted time of an iteration of `tasks` tasks on `n` workers, from the smoothed
     /// inputs, in ms.
     pub fn predict(&self, tasks: usize, n: usize, protocol: Protocol) -> Option<f64> {
         if self.iterations == 0 || tasks == 0 {
             return None;
         }
-        self.time(
-            &self.variant(&self.smooth, tasks),
-            n.clamp(1, tasks),
-            protocol,
-        )
+        let n = n.clamp(1, tasks);
+        self.time(&self.variant_at(&self.smooth, tasks, n), n, protocol)
     }
 }

@@ -17,6 +17,7 @@ mod control;
 mod decide;
 mod estimate;
 mod factor;
+mod machine;
 mod simulate;
 mod workers;
 
@@ -49,19 +50,26 @@ pub(crate) struct Tuner {
     /// The model's calibration when the change being watched was made: restored if the change
     /// is rolled back, since what it measured belonged to settings left behind.
     calibration_before: f64,
+    /// The current iteration's progress at its last checkpoint.
+    mark: Span,
+    /// Whether the tunlets have been asked before in this run.
+    looked: bool,
 }
 
 impl Tuner {
-    pub fn new(config: &RunConfig) -> Self {
+    /// The tuner of a run with `config`, its workers sharing `cores` cores when known.
+    pub fn new(config: &RunConfig, cores: Option<usize>) -> Self {
         Tuner {
             config: config.tuning.clone(),
             protocol: config.protocol,
             prefetch: config.prefetch_depth(),
             min_chunk: config.min_chunk,
-            estimate: Estimate::default(),
+            estimate: Estimate::on(cores),
             factor_tunlet: factor::FactorTunlet::default(),
             decider: Decider::default(),
             calibration_before: 0.0,
+            mark: Span::default(),
+            looked: false,
         }
     }
 
@@ -99,7 +107,11 @@ impl Tuner {
     pub fn predict(&self, tasks: usize, workers: usize) -> Option<f64> {
         if let Some(trial) = &self.decider.trial {
             // A new factor's first iteration: the simulation's difference is in the decision.
-            if trial.applied && trial.scores.is_empty() && trial.tunable == "factor" {
+            if trial.applied
+                && trial.midway.is_none()
+                && trial.scores.is_empty()
+                && trial.tunable == "factor"
+            {
                 return Some(trial.predicted_ms);
             }
         }
@@ -117,8 +129,13 @@ impl Tuner {
     ) {
         self.decider.drop_unapplied();
         let residual = self.estimate.update(obs, self.protocol);
-        let score = score(obs, self.config.objective);
-        self.decider.scored(score, obs.facts.time_ms, residual);
+        // An iteration whose settings changed midway describes no single setting: neither a
+        // baseline nor a trial's evidence (a midway trial was judged on its own stretch).
+        if !obs.facts.mixed {
+            let score = score(obs, self.config.objective);
+            self.decider.scored(score, obs.facts.time_ms, residual);
+        }
+        let first = !std::mem::replace(&mut self.looked, true);
         if self.config.mode == crate::config::TuneMode::Off {
             return;
         }
@@ -142,24 +159,165 @@ impl Tuner {
             handle.request_tuned(back, why);
             return;
         }
+        let estimate = std::mem::take(&mut self.estimate);
+        let look = Look {
+            estimate: &estimate,
+            obs,
+            tasks: obs.facts.tasks,
+            current,
+            healthy,
+            stats,
+            first,
+            midway: None,
+        };
+        self.consider(&look, handle);
+        self.estimate = estimate;
+    }
 
+    /// Whether a checkpoint where tasks took `task_ms` on average is worth a look: with a change
+    /// made inside the iteration to judge, before the run's first measured iteration, or when
+    /// task times moved far from what the last iteration measured. Cheap, so that steady
+    /// iterations pay nothing for their checkpoints.
+    pub fn wants_look(&self, task_ms: f64) -> bool {
+        if self.config.mode == crate::config::TuneMode::Off {
+            return false;
+        }
+        let was = self.estimate.now.task_ms;
+        let shifted =
+            was > 0.0 && (task_ms - was).abs() / was.max(task_ms) > decide::CONDITIONS_CHANGED;
+        self.estimate.iterations == 0
+            || shifted
+            || self
+                .decider
+                .trial
+                .as_ref()
+                .is_some_and(|t| t.midway.is_some())
+    }
+
+    /// A checkpoint inside iteration `so_far.facts.index`: `so_far` measures its answered
+    /// tasks, `now` its progress, `remaining` the tasks not yet answered, `evidence` the tasks a
+    /// change made inside the iteration must see before it is judged. Judges such a change;
+    /// then, while the run has no measured iteration yet or the tasks' time has moved far from
+    /// what the last one measured, asks the tunlets about the remaining tasks under the same
+    /// rules as at a boundary. Changes are requested through `handle`, for the engine to apply
+    /// at once; returns whether any was.
+    #[allow(clippy::too_many_arguments)]
+    pub fn checkpoint(
+        &mut self,
+        so_far: &Observation,
+        now: Span,
+        remaining: usize,
+        evidence: u64,
+        current: &Tunables,
+        healthy: usize,
+        stats: &TaskStats,
+        handle: &TunablesHandle,
+    ) -> bool {
+        let mark = std::mem::replace(&mut self.mark, now);
+        if self.config.mode == crate::config::TuneMode::Off {
+            return false;
+        }
+        let index = so_far.facts.index;
+        if let Some(start) = self.decider.trial.as_ref().and_then(|t| t.midway) {
+            if now.tasks.saturating_sub(start.tasks) < evidence {
+                return false;
+            }
+            return self.judge_midway(start, now, index, handle);
+        }
+        if !self.wants_look(so_far.task.mean()) {
+            return false;
+        }
+        let Some(before) = Span::score(&mark, &now, self.config.objective) else {
+            return false;
+        };
+        let mut estimate = self.estimate.clone();
+        estimate.update(so_far, self.protocol);
+        let look = Look {
+            estimate: &estimate,
+            obs: so_far,
+            tasks: remaining,
+            current,
+            healthy,
+            stats,
+            first: !self.looked,
+            midway: Some((now, before)),
+        };
+        self.looked = true;
+        self.consider(&look, handle)
+    }
+
+    /// The iteration's last answer is in: a change made inside it that has not been judged yet
+    /// is judged on what followed it, if that was at least a task per worker; otherwise kept.
+    pub fn close_midway(&mut self, end: Span, index: usize, handle: &TunablesHandle) {
+        self.mark = Span::default();
+        if self.config.mode == crate::config::TuneMode::Off {
+            return;
+        }
+        let Some(start) = self.decider.trial.as_ref().and_then(|t| t.midway) else {
+            return;
+        };
+        if end.tasks.saturating_sub(start.tasks) >= end.workers.max(1) as u64 {
+            self.judge_midway(start, end, index, handle);
+        } else {
+            self.decider.keep(index);
+        }
+    }
+
+    fn judge_midway(
+        &mut self,
+        start: Span,
+        now: Span,
+        index: usize,
+        handle: &TunablesHandle,
+    ) -> bool {
+        let (Some(after), Some(per_task)) = (
+            Span::score(&start, &now, self.config.objective),
+            Span::score(&start, &now, Objective::Time),
+        ) else {
+            return false;
+        };
+        let Verdict::RollBack {
+            back,
+            reason,
+            details,
+            ..
+        } = self.decider.judge_midway(after, per_task, index)
+        else {
+            return false;
+        };
+        self.decider.reset_streaks();
+        let why = Why {
+            source: Source::Tuner,
+            reason,
+            predicted_ms: None,
+            measured_ms: None,
+            details,
+        };
+        handle.request_tuned(back, why)
+    }
+
+    /// Asks the tunlets allowed and not held for proposals, passes them through the decision
+    /// rules, and requests the one chosen (one change at a time, `factor` first).
+    fn consider(&mut self, look: &Look<'_>, handle: &TunablesHandle) -> bool {
+        let (est, obs, current, healthy) = (look.estimate, look.obs, look.current, look.healthy);
+        let index = obs.facts.index;
         let held = handle.held();
         let in_trial = self.decider.trial.is_some();
-        let tasks = obs.facts.tasks.max(1) as f64;
+        let done = obs.facts.tasks.max(1) as f64;
         let conditions = Conditions {
-            task_ms: self.estimate.now.task_ms,
-            tasks,
-            bytes_per_task: (obs.bytes_to + obs.bytes_from) as f64 / tasks,
+            task_ms: est.now.task_ms,
+            tasks: obs.facts.tasks as f64,
+            bytes_per_task: (obs.bytes_to + obs.bytes_from) as f64 / done,
         };
         let setting = factor::Setting {
-            tasks: obs.facts.tasks,
+            tasks: look.tasks,
             workers: obs.facts.workers,
             factor: current.factor,
             policy: current.policy,
             min_chunk: self.min_chunk,
             protocol: self.protocol,
             prefetch: self.prefetch,
-            stats,
+            stats: look.stats,
         };
         let (lo, hi) = self.config.range(healthy.max(1));
         let mut chosen = None;
@@ -171,11 +329,12 @@ impl Tuner {
             let proposal = if !allowed {
                 None
             } else if name == "factor" {
-                self.factor_tunlet.propose(&self.estimate, obs, &setting)
+                self.factor_tunlet.propose(est, obs, &setting)
             } else {
                 workers::propose(
-                    &self.estimate,
+                    est,
                     obs,
+                    look.tasks,
                     current.nworkers.min(healthy).max(1),
                     workers::Range { lo, hi },
                     self.config.objective,
@@ -187,24 +346,29 @@ impl Tuner {
                 .filter(|p| self.decider.blocked(p, index, &conditions).is_none());
             let streak = self.decider.hold(name, proposal.as_ref());
             let needed = proposal.as_ref().map_or(self.config.persistence, |p| {
-                Decider::persistence_needed(self.config.persistence, index, p)
+                Decider::persistence_needed(self.config.persistence, look.first, p)
             });
             if streak >= needed && !in_trial && chosen.is_none() {
                 chosen = proposal.map(|p| (p, streak));
             }
         }
         let Some((proposal, streak)) = chosen else {
-            return;
+            return false;
         };
         let back = match proposal.change {
             Change::Factor(_) => Change::Factor(current.factor),
             _ => Change::Nworkers(current.nworkers),
         };
         let threshold = self.decider.threshold(proposal.sensitivity);
+        let held_for = match look.midway {
+            Some(_) if streak == 1 => "at the first look".to_owned(),
+            Some(_) => format!("held {streak} checkpoints"),
+            None => format!("held {streak} iterations"),
+        };
         let why = Why {
             source: Source::Tuner,
             reason: format!(
-                "{}; held {streak} iterations, predicted gain {:.0}% > threshold {:.0}%",
+                "{}; {held_for}, predicted gain {:.0}% > threshold {:.0}%",
                 proposal.explanation.reason(),
                 proposal.gain * 100.0,
                 threshold * 100.0
@@ -213,11 +377,18 @@ impl Tuner {
             measured_ms: Some(obs.facts.time_ms),
             details: proposal.explanation.details(),
         };
-        if handle.request_tuned(proposal.change.clone(), why) {
-            self.calibration_before = self.estimate.calibration_ms;
-            self.decider
-                .start(&proposal, back, conditions, self.config.persistence);
+        if !handle.request_tuned(proposal.change.clone(), why) {
+            return false;
         }
+        self.calibration_before = self.estimate.calibration_ms;
+        self.decider.start(
+            &proposal,
+            back,
+            conditions,
+            self.config.persistence,
+            look.midway,
+        );
+        true
     }
 
     /// The model's time for the next iteration once `change` is applied.
@@ -228,6 +399,50 @@ impl Tuner {
         };
         self.estimate
             .predict(obs.facts.tasks, workers.min(healthy.max(1)), self.protocol)
+    }
+}
+
+/// What the tunlets look at: the measurements, the tasks the proposal is for, the settings.
+struct Look<'a> {
+    estimate: &'a Estimate,
+    obs: &'a Observation,
+    /// Tasks the proposal is about: the next iteration's at a boundary, those not yet answered
+    /// inside an iteration.
+    tasks: usize,
+    current: &'a Tunables,
+    healthy: usize,
+    stats: &'a TaskStats,
+    /// Nothing was measured before in this run: the starting values are a guess.
+    first: bool,
+    /// Inside an iteration: where, and the score of the stretch before.
+    midway: Option<(Span, f64)>,
+}
+
+/// An iteration's progress at a moment, counted from its start: what a stretch of it between
+/// two moments took and got done is what a change made inside it is judged on.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub(crate) struct Span {
+    /// Time since the iteration began, in ms.
+    pub ms: f64,
+    /// Tasks answered.
+    pub tasks: u64,
+    /// Their processing time, in ms.
+    pub busy_ms: f64,
+    /// Workers taking part now.
+    pub workers: usize,
+}
+
+impl Span {
+    /// The objective's score per task over the stretch `from → to` (as [`score`] for an
+    /// iteration), with the workers taking part at `to`; `None` for an empty stretch.
+    pub fn score(from: &Span, to: &Span, objective: Objective) -> Option<f64> {
+        let t = to.ms - from.ms;
+        let m = to.tasks.checked_sub(from.tasks).filter(|&m| m > 0)? as f64;
+        let tc = to.busy_ms - from.busy_ms;
+        (t > 0.0).then(|| match objective {
+            Objective::Index if tc > 0.0 => to.workers.max(1) as f64 * t * t / (tc * m),
+            _ => t / m,
+        })
     }
 }
 

@@ -65,12 +65,14 @@ fn measured(index: usize, n: usize, p: &Params, time_ms: Option<f64>) -> Observa
             tasks,
             chunks: 4 * n,
             time_ms: time,
+            mixed: false,
         },
         tc_ms: p.tc_ms,
         busy_ms,
         active: n,
         serial_ms: 0.0,
         recover_ms: 0.0,
+        cpu_share: None,
         bytes_to: (p.alpha * p.volume_bytes) as u64,
         bytes_from: ((1.0 - p.alpha) * p.volume_bytes) as u64,
         shared_bytes: 0,
@@ -95,6 +97,7 @@ impl Harness {
     fn under_way(start: usize, objective: Objective) -> Harness {
         let mut h = Harness::new(start, objective);
         h.index = 1;
+        h.tuner.looked = true;
         h
     }
 
@@ -113,7 +116,7 @@ impl Harness {
             policy: PolicyName::Daf,
         };
         Harness {
-            tuner: Tuner::new(&config),
+            tuner: Tuner::new(&config, None),
             handle: TunablesHandle::new(tunables, POOL),
             stats: TaskStats::new(POOL),
             decisions: Vec::new(),
@@ -155,7 +158,16 @@ fn the_workers_tunlet_proposes_the_models_optimum() {
         (Objective::Index, curve.capped(mcmc).best_index().workers),
         (Objective::Time, curve.capped(mcmc).best_time().workers),
     ] {
-        let proposal = workers::propose(&est, &obs, 4, range, objective, Protocol::Async).unwrap();
+        let proposal = workers::propose(
+            &est,
+            &obs,
+            obs.facts.tasks,
+            4,
+            range,
+            objective,
+            Protocol::Async,
+        )
+        .unwrap();
         assert_eq!(proposal.change, Change::Nworkers(expected), "{objective}");
         let predicted = model::iteration_time(&p, expected, Protocol::Async).unwrap();
         assert!((proposal.predicted_ms - predicted).abs() < 1e-6);
@@ -169,6 +181,7 @@ fn the_workers_tunlet_proposes_the_models_optimum() {
         workers::propose(
             &est,
             &at_optimum,
+            at_optimum.facts.tasks,
             23,
             range,
             Objective::Index,
@@ -193,7 +206,15 @@ fn the_workers_tunlet_stays_within_its_range_and_the_mcmc() {
     let obs = measured(0, 1, &p, None);
     let _ = est.update(&obs, Protocol::Async);
     let range = workers::Range { lo: 1, hi: 32 };
-    let proposal = workers::propose(&est, &obs, 1, range, Objective::Time, Protocol::Async);
+    let proposal = workers::propose(
+        &est,
+        &obs,
+        obs.facts.tasks,
+        1,
+        range,
+        Objective::Time,
+        Protocol::Async,
+    );
     assert!(
         proposal.as_ref().is_none_or(|p| p.to <= 2.0),
         "{proposal:?}"
@@ -203,8 +224,16 @@ fn the_workers_tunlet_stays_within_its_range_and_the_mcmc() {
     let mut est = Estimate::default();
     let _ = est.update(&obs, Protocol::Async);
     let narrow = workers::Range { lo: 2, hi: 10 };
-    let proposal =
-        workers::propose(&est, &obs, 4, narrow, Objective::Index, Protocol::Async).unwrap();
+    let proposal = workers::propose(
+        &est,
+        &obs,
+        obs.facts.tasks,
+        4,
+        narrow,
+        Objective::Index,
+        Protocol::Async,
+    )
+    .unwrap();
     assert_eq!(proposal.change, Change::Nworkers(10));
 }
 

@@ -4,6 +4,7 @@ use serde_json::json;
 
 use super::decide::{Explanation, Proposal};
 use super::estimate::{Estimate, Inputs};
+use super::machine::Machine;
 use crate::config::{Objective, Protocol};
 use crate::measure::Observation;
 use crate::model::balance::quality_bound;
@@ -37,19 +38,21 @@ pub(crate) struct Point {
 pub(crate) fn propose(
     est: &Estimate,
     obs: &Observation,
+    tasks: usize,
     current: usize,
     range: Range,
     objective: Objective,
     protocol: Protocol,
 ) -> Option<Proposal> {
-    let tasks = obs.facts.tasks;
     let variant = est.variant(&est.now, tasks);
     let mcmc = variant.mcmc(protocol);
     let hi = range.hi.min(tasks).min(mcmc.unwrap_or(usize::MAX)).max(1);
     let lo = range.lo.min(hi);
-    let tc = variant.tc_ms();
+    // `Pi`'s Tc is the work itself, as it would take on free cores.
+    let machine = est.machine();
+    let tc = variant.tc_ms() * est.stretch(1).min(1.0);
     let point = |n: usize| -> Option<Point> {
-        let t = est.time(&variant, n, protocol)?;
+        let t = est.time(&est.variant_at(&est.now, tasks, n), n, protocol)?;
         Some(Point {
             workers: n,
             time_ms: t,
@@ -105,6 +108,7 @@ pub(crate) fn propose(
         return None;
     }
     let account = Account {
+        machine,
         variant: variant.name(),
         objective,
         tasks,
@@ -137,6 +141,7 @@ pub(crate) fn propose(
 /// The numbers behind a proposal of the workers tunlet.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Account {
+    machine: Option<Machine>,
     variant: &'static str,
     objective: Objective,
     tasks: usize,
@@ -169,9 +174,18 @@ impl Account {
                 best.workers, best.time_ms, now.workers, now.time_ms
             ),
         };
+        let machine = self.machine.map_or(String::new(), |m| {
+            format!(
+                ", {} cores: tasks compute {:.0}% of {:.3} ms, the cores saturate past {} workers",
+                m.cores,
+                100.0 * m.cpu_ms / m.task_ms.max(f64::MIN_POSITIVE),
+                m.task_ms,
+                m.saturation()
+            )
+        });
         format!(
             "{} model: {what}; Tt {:.2} → {:.2} ms; Tc {:.1} ms, mo {:.4} ms, k {:.3e} ms/B, \
-             MCMC {}, Q {:.2} ≤ {:.2}",
+             MCMC {}, Q {:.2} ≤ {:.2}{machine}",
             self.variant,
             now.time_ms,
             best.time_ms,
@@ -203,6 +217,12 @@ impl Account {
                 "imbalance_beyond_model": self.imbalance,
                 "imbalance_bound": self.bound,
             },
+            "machine": self.machine.map(|m| json!({
+                "cores": m.cores,
+                "task_cpu_ms": m.cpu_ms,
+                "task_ms_uncontended": m.task_ms,
+                "saturation_workers": m.saturation(),
+            })),
             "model": {
                 "mcmc": self.mcmc,
                 "range": [self.range.0, self.range.1],
