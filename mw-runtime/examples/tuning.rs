@@ -84,6 +84,10 @@ struct Args {
     /// Print every iteration of the tuned run
     #[arg(long)]
     verbose: bool,
+    /// Then run the best fixed count and the tuned run this many more times, alternating, and
+    /// print the median ratio with its range
+    #[arg(long, default_value_t = 0)]
+    repeat: usize,
 }
 
 #[derive(Debug, Clone, PartialEq, Message)]
@@ -284,7 +288,7 @@ fn main() {
         objective: args.objective,
         ..TuningConfig::default()
     };
-    let tuned = run(&args, args.start, args.max_workers, tuning);
+    let tuned = run(&args, args.start, args.max_workers, tuning.clone());
     let (Some((total, metrics)), Some((best_n, best_total, best_metrics))) = (tuned, best) else {
         return;
     };
@@ -342,9 +346,45 @@ fn main() {
     );
     println!("decisions:");
     for d in &metrics.decisions {
+        let when = d
+            .tasks_done
+            .map_or(String::new(), |done| format!(" after {done} tasks"));
         println!(
-            "  iteration {:>3}: {} {} → {}  ({})",
+            "  iteration {:>3}{when}: {} {} → {}  ({})",
             d.iteration, d.tunable, d.from, d.to, d.reason
+        );
+    }
+    if args.repeat > 0 {
+        // Pairs in alternating order, so that a drift of the machine weighs on both sides.
+        let mut ratios = vec![total / best_total];
+        for r in 0..args.repeat {
+            let fixed = || {
+                run(
+                    &args,
+                    best_n,
+                    best_n.max(args.max_workers),
+                    TuningConfig::off(),
+                )
+            };
+            let tuned = || run(&args, args.start, args.max_workers, tuning.clone());
+            let (f, t) = if r % 2 == 0 {
+                let t = tuned();
+                (fixed(), t)
+            } else {
+                let f = fixed();
+                (f, tuned())
+            };
+            if let (Some((f, _)), Some((t, _))) = (f, t) {
+                ratios.push(t / f);
+            }
+        }
+        let (lo, hi) = ratios.iter().fold((f64::INFINITY, 0.0f64), |(lo, hi), &r| {
+            (lo.min(r), hi.max(r))
+        });
+        println!(
+            "ratio tuned / fixed {best_n} over {} pairs: median {:.3} (range {lo:.3}–{hi:.3})",
+            ratios.len(),
+            median(ratios.clone()).unwrap_or(f64::NAN)
         );
     }
     if args.verbose {

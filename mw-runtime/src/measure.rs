@@ -185,6 +185,8 @@ pub(crate) struct Probe {
     /// CPU time of the chunks whose CPU time was measured, and their processing time.
     cpu: Duration,
     cpu_busy: Duration,
+    /// Answers received.
+    answers: u64,
     tasks: Vec<Moments>,
     pub bytes_to: u64,
     pub bytes_from: u64,
@@ -204,6 +206,7 @@ impl Probe {
             busy: vec![Duration::ZERO; pool],
             cpu: Duration::ZERO,
             cpu_busy: Duration::ZERO,
+            answers: 0,
             tasks: vec![Moments::default(); pool],
             bytes_to: 0,
             bytes_from: 0,
@@ -254,6 +257,7 @@ impl Probe {
         tasks: &Moments,
     ) {
         self.bytes_from += bytes;
+        self.answers += 1;
         if let Some(cpu) = cpu {
             self.cpu += cpu.min(busy);
             self.cpu_busy += busy;
@@ -295,10 +299,10 @@ impl Probe {
         all.mean()
     }
 
-    /// Tasks answered so far, and the processing time they took, in ms.
-    pub(crate) fn done(&self) -> (u64, f64) {
+    /// Tasks answered so far, the processing time they took (in ms), and the answers.
+    pub(crate) fn done(&self) -> (u64, f64, u64) {
         let tasks = self.tasks.iter().map(Moments::count).sum();
-        (tasks, self.busy.iter().map(|&b| ms(b)).sum())
+        (tasks, self.busy.iter().map(|&b| ms(b)).sum(), self.answers)
     }
 
     /// The measurements so far, for a checkpoint inside the iteration: `facts` describe the

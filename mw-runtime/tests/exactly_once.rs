@@ -3,7 +3,7 @@
 #![allow(clippy::unwrap_used)]
 
 use mw_runtime::prelude::*;
-use mw_runtime::{ErrorKind, PolicyName, RunConfig, RunMetrics, TuneMode, TuningConfig};
+use mw_runtime::{ErrorKind, Objective, PolicyName, RunConfig, RunMetrics, TuneMode, TuningConfig};
 use proptest::prelude::*;
 
 mod common;
@@ -66,6 +66,45 @@ proptest! {
             scenario.panic_at.is_some_and(|i| (i as usize) < scenario.iterations.len()),
         );
         prop_assert_eq!(metrics.failures.len(), expected_failures);
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+
+    /// Started below the pool with nothing measured, the tuner grows (or shrinks, or rolls
+    /// back) the pool and re-plans the chunks inside the iterations: still every result once.
+    #[test]
+    fn changes_inside_an_iteration_lose_nothing(
+        pool in 2usize..=8,
+        tasks in prop::collection::vec(prop::collection::vec(0u32..400, 80..240), 1..3),
+        policy in policies(),
+        protocol in protocols(),
+        objective in prop::sample::select(vec![Objective::Time, Objective::Index]),
+        prefetch in prop::option::of(0usize..=2),
+        panic_at in prop::option::weighted(0.3, 0u32..2),
+    ) {
+        let scenario = Scenario { iterations: tasks, nworkers: Vec::new(), panic_at };
+        let config = RunConfig {
+            workers: Some(1),
+            tuning: TuningConfig {
+                mode: TuneMode::On,
+                persistence: 1,
+                objective,
+                ..TuningConfig::default()
+            },
+            prefetch: prefetch.filter(|_| protocol == Protocol::Async),
+            ..config(pool, policy, protocol, 0.5)
+        };
+        let metrics = run(&scenario, &config).unwrap();
+        prop_assert_eq!(metrics.iterations.len(), scenario.iterations.len());
+        for (it, tasks) in metrics.iterations.iter().zip(&scenario.iterations) {
+            prop_assert_eq!(it.chunk_sizes.iter().sum::<usize>(), tasks.len());
+        }
+        for d in metrics.decisions.iter().filter(|d| d.tasks_done.is_some()) {
+            let tasks = scenario.iterations[d.iteration].len();
+            prop_assert!(d.tasks_done.unwrap() < tasks, "{:?}", d);
+        }
     }
 }
 
@@ -294,9 +333,12 @@ fn metrics_file_has_the_contract_fields() {
     assert_eq!(it["chunk_sizes"], serde_json::json!([3, 3, 3, 3]));
     // 2 shared parts (u32) + 4 chunks of 3 tasks of 12 bytes, each with id, first and length.
     assert_eq!(it["bytes_to_workers"], 2 * 4 + 4 * (8 + 8 + 1 + 3 * 12));
-    // 4 answers: chunk id, busy time, count and sums, then 3 results of 16 bytes and their
-    // length.
-    assert_eq!(it["bytes_from_workers"], 4 * (8 + 8 + 8 + 16 + 1 + 3 * 16));
+    // 4 answers: chunk id, busy time, CPU time, count and sums, then 3 results of 16 bytes and
+    // their length.
+    assert_eq!(
+        it["bytes_from_workers"],
+        4 * (8 + 8 + 8 + 8 + 16 + 1 + 3 * 16)
+    );
     let back = RunMetrics::read(&path).unwrap();
     assert_eq!(back.iterations.len(), 2);
 }

@@ -211,3 +211,55 @@ fn no_trace_flag_no_file() {
     run(&scenario, &config).unwrap();
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
 }
+
+/// One bag of 400 tasks, started on one worker of a pool of 6 with tuning on: the pool grows
+/// within the first tenth of the tasks, and the trace shows the change where it was made.
+#[test]
+fn a_change_inside_the_iteration_is_traced_where_it_was_made() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bag.trace.json");
+    let scenario = Scenario {
+        iterations: vec![vec![1_000; 400]],
+        nworkers: Vec::new(),
+        panic_at: None,
+    };
+    let config = RunConfig {
+        workers: Some(1),
+        trace: Some(path.clone()),
+        quiet: true,
+        tuning: mw_runtime::TuningConfig::default(),
+        ..config(6, PolicyName::Daf, Protocol::Async, 0.5)
+    };
+    let metrics = run(&scenario, &config).unwrap();
+    let grown = metrics
+        .decisions
+        .iter()
+        .find(|d| d.tunable == "nworkers")
+        .expect("the pool grows");
+    assert_eq!(grown.iteration, 0);
+    assert_eq!(metrics.decisions.len(), 1, "{:#?}", metrics.decisions);
+    let done = grown.tasks_done.expect("made inside the iteration");
+    assert!(done <= 40, "grown after {done} of 400 tasks");
+    assert!(grown.to.as_u64().unwrap() > 1, "{grown:?}");
+    // Most of the bag ran on the grown pool.
+    let busy = metrics.iterations[0].busy_ms.iter().filter(|&&b| b > 0.0);
+    assert!(busy.count() > 1);
+
+    let json: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let decision = events(&json)
+        .into_iter()
+        .find(|e| e["ph"] == "i" && e["cat"] == "decision")
+        .unwrap();
+    assert_eq!(decision["args"]["tasks_done"], done);
+    let iteration = with(&json, "X", "iteration 0");
+    let (start, end) = span(iteration.first().unwrap());
+    let at = decision["ts"].as_f64().unwrap();
+    assert!(start < at && at < end, "{start} < {at} < {end}");
+    let counters = with(&json, "C", "nworkers");
+    assert!(
+        counters
+            .iter()
+            .any(|c| c["ts"].as_f64() == Some(at) && c["args"]["n"].as_f64() == grown.to.as_f64()),
+        "{counters:?}"
+    );
+}

@@ -101,10 +101,10 @@ fn a_run_starting_at_one_worker_grows_to_several() {
         .first()
         .expect("the tuner changed nworkers");
     assert_eq!(first.tunable, "nworkers");
-    assert_eq!(
-        first.iteration, 1,
-        "a cold start: one iteration of evidence"
-    );
+    // A cold start: decided inside the first iteration, from its first answers (too few
+    // tasks for the probe: a checkpoint every tenth of them).
+    assert_eq!(first.iteration, 0, "{first:?}");
+    assert!(first.tasks_done.is_some_and(|d| d < 32), "{first:?}");
     assert!(first.reason.contains("model"), "{}", first.reason);
     assert!(first.predicted_ms.is_some() && first.measured_ms.is_some());
     // Generous: the tuned iterations take well under half the time of the first.

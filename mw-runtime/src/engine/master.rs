@@ -151,6 +151,15 @@ struct Round<M: Master> {
     mixed: bool,
 }
 
+impl<M: Master> Round<M> {
+    /// Whether `worker` is healthy, takes no part and holds nothing: one taken out midway may
+    /// still be answering its chunks, and under `sync` a send to it would wait for that answer
+    /// while it waits for the master to take it.
+    fn parked(&self, worker: usize, healthy: &[bool]) -> bool {
+        healthy[worker] && !self.active[worker] && self.in_flight[worker].is_empty()
+    }
+}
+
 impl<M, L> Engine<'_, M, L>
 where
     M: Master,
@@ -340,11 +349,12 @@ where
         }
 
         let closing = clock::now();
-        let (done, busy_ms) = round.probe.done();
+        let (done, busy_ms, answers) = round.probe.done();
         let end = Span {
             ms: ms(closing.saturating_duration_since(started)),
             tasks: done,
             busy_ms,
+            answers,
             workers: round.workers,
         };
         self.tuner.close_midway(end, it.index, &self.tunables);
@@ -394,12 +404,13 @@ where
     /// taken out get no more, and the policy plans the tasks not yet cut anew.
     fn look(&mut self, round: &mut Round<M>, tasks: usize) -> Result<()> {
         let looking = clock::now();
-        let (done, busy_ms) = round.probe.done();
+        let (done, busy_ms, answers) = round.probe.done();
         round.next_look = Some(done + round.look_every).filter(|&at| at < tasks as u64);
         let span = Span {
             ms: ms(looking.saturating_duration_since(round.started)),
             tasks: done,
             busy_ms,
+            answers,
             workers: round.workers,
         };
         let asked = self.tuner.wants_look(round.probe.task_mean()) && {
@@ -452,6 +463,7 @@ where
         for a in &applied {
             self.announce(&a.decision);
         }
+        self.trace.decided_midway(applied.len());
         self.tuner.applied(&applied);
         self.metrics
             .decisions
@@ -461,20 +473,20 @@ where
         round.factor = current.factor;
         let healthy = self.healthy.iter().filter(|&&h| h).count();
         let target = current.nworkers.min(healthy).max(1);
-        if target > round.workers {
+        // Workers that failed are out already: count those taking part, not `round.workers`.
+        let active = round.active.iter().filter(|&&a| a).count();
+        if target > active {
             let joining: Vec<usize> = (0..self.healthy.len())
-                .filter(|&w| self.healthy[w] && !round.active[w])
-                .take(target - round.workers)
+                .filter(|&w| round.parked(w, &self.healthy))
+                .take(target - active)
                 .collect();
             for &worker in &joining {
                 self.activate(round, worker)?;
                 round.idle.push(worker);
             }
-            round.workers += joining.len();
-        } else if target < round.workers {
+        } else {
             // Idle workers leave first, then the last busy ones, which finish what they hold.
-            let mut leaving = round.workers - target;
-            while leaving > 0 {
+            for _ in target..active {
                 let Some(worker) = round
                     .idle
                     .pop()
@@ -483,10 +495,9 @@ where
                     break;
                 };
                 round.active[worker] = false;
-                leaving -= 1;
             }
-            round.workers = target;
         }
+        round.workers = round.active.iter().filter(|&&a| a).count().max(1);
         self.plan(round);
         Ok(())
     }
@@ -702,8 +713,7 @@ where
             message: failed.message.clone(),
         });
         // A worker that takes no part yet replaces the failed one.
-        if let Some(spare) = (0..self.healthy.len()).find(|&w| self.healthy[w] && !round.active[w])
-        {
+        if let Some(spare) = (0..self.healthy.len()).find(|&w| round.parked(w, &self.healthy)) {
             self.activate(round, spare)?;
             if !self.dispatch(round, spare, clock::now())? {
                 round.idle.push(spare);

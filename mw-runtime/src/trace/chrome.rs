@@ -234,8 +234,17 @@ fn items(recorder: &Recorder, metrics: &RunMetrics) -> Vec<Item> {
         }
     }
     let run_end = recorder.iterations.last().map_or(0, |it| it.end);
+    let mut midway = recorder.midway.iter();
     for (index, decision) in metrics.decisions.iter().enumerate() {
-        let at = iteration_start(recorder, decision.iteration).unwrap_or(run_end);
+        // A decision made inside an iteration stands where it was made.
+        let inside = decision
+            .tasks_done
+            .is_some()
+            .then(|| midway.next().copied())
+            .flatten();
+        let at = inside
+            .or_else(|| iteration_start(recorder, decision.iteration))
+            .unwrap_or(run_end);
         items.push(Item::Decision { index, at });
     }
     items.extend((0..recorder.failures.len()).map(Item::Failure));
@@ -336,11 +345,26 @@ fn write_item(
         }
         Item::Decision { index, at } => {
             let d = &metrics.decisions[index];
+            if d.tasks_done.is_some() {
+                // The counter tracks follow a change made inside an iteration at once.
+                let (name, key) = match d.tunable.as_str() {
+                    "nworkers" => ("nworkers", "n"),
+                    "factor" => ("factor", "f"),
+                    _ => ("", ""),
+                };
+                if let (false, Some(value)) = (name.is_empty(), d.to.as_f64()) {
+                    emit(&Event {
+                        args: Args::Value(json!({ key: value })),
+                        ..Event::new(name, "", "C", at, MASTER)
+                    })?;
+                }
+            }
             let name = format!("{} {} → {}", d.tunable, d.from, d.to);
             emit(&Event {
                 s: Some("g"),
                 args: Args::Value(json!({
                     "iteration": d.iteration,
+                    "tasks_done": d.tasks_done,
                     "tunable": d.tunable,
                     "from": d.from,
                     "to": d.to,

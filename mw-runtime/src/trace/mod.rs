@@ -77,6 +77,9 @@ struct Recorder {
     iterations: Vec<IterationSpan>,
     /// Panicked chunks, with the panic message (rare: the message is kept as it is).
     failures: Vec<FailureMark>,
+    /// When each decision made inside an iteration was applied, in the order of the metrics'
+    /// decisions that carry `tasks_done`.
+    midway: Vec<u64>,
     /// Per worker: the chunks it holds, oldest first, and when their sends ended.
     holding: Vec<VecDeque<Held>>,
     /// Per worker: when its last `do_work` slice ended (a chunk sent ahead starts no earlier).
@@ -167,6 +170,7 @@ impl Trace {
                 dropped: 0,
                 iterations: Vec::new(),
                 failures: Vec::new(),
+                midway: Vec::new(),
                 holding: vec![VecDeque::new(); pool],
                 free_at: vec![0; pool],
                 iteration: 0,
@@ -177,6 +181,14 @@ impl Trace {
     /// Now, if tracing.
     pub(crate) fn mark(&self) -> Mark {
         Mark(self.recorder.as_ref().map(|_| clock::now()))
+    }
+
+    /// Decisions made inside the iteration were applied now (`count` of them).
+    pub(crate) fn decided_midway(&mut self, count: usize) {
+        if let Some(r) = &mut self.recorder {
+            let at = r.ns(clock::now());
+            r.midway.extend(std::iter::repeat_n(at, count));
+        }
     }
 
     /// The iteration `index` begins (its slices are tagged with it).

@@ -348,7 +348,7 @@ impl Decider {
         let n = trial.scores.len() as f64;
         let after = trial.scores.iter().sum::<f64>() / n;
         let measured_ms = trial.times.iter().sum::<f64>() / trial.times.len().max(1) as f64;
-        self.conclude(after, measured_ms, iteration, "iterations took")
+        self.conclude(after, measured_ms, iteration)
     }
 
     /// Judges a change made inside an iteration on the tasks done since: `after` is their score
@@ -361,7 +361,7 @@ impl Decider {
         {
             return Verdict::Watching;
         }
-        self.conclude(after, ms_per_task, iteration, "tasks took, per task,")
+        self.conclude(after, ms_per_task, iteration)
     }
 
     /// Keeps the trial without judging it (too little followed it to tell).
@@ -381,7 +381,7 @@ impl Decider {
         }
     }
 
-    fn conclude(&mut self, after: f64, measured_ms: f64, iteration: usize, took: &str) -> Verdict {
+    fn conclude(&mut self, after: f64, measured_ms: f64, iteration: usize) -> Verdict {
         let Some(trial) = self.trial.take() else {
             return Verdict::Watching;
         };
@@ -415,20 +415,30 @@ impl Decider {
             "noise": trial.noise,
             "midway": trial.midway.is_some(),
         });
-        let against = if trial.midway.is_some() {
-            String::new()
+        let reason = if trial.midway.is_some() {
+            format!(
+                "rollback: with {} = {} the tasks that followed took {measured_ms:.3} ms each: \
+                 the objective's score per task {after:.3e} is worse than {:.3e} before the \
+                 change beyond the noise (limit {limit:.3e})",
+                trial.tunable, trial.to, trial.baseline,
+            )
         } else {
-            format!(" against {:.2} ms with {}", trial.baseline_ms, trial.from)
+            format!(
+                "rollback: with {} = {} iterations took {measured_ms:.2} ms (predicted {:.2}) against \
+                 {:.2} ms with {}: the objective's score per task {after:.3e} is worse than \
+                 {:.3e} beyond the noise (limit {limit:.3e})",
+                trial.tunable,
+                trial.to,
+                trial.predicted_ms,
+                trial.baseline_ms,
+                trial.from,
+                trial.baseline,
+            )
         };
         Verdict::RollBack {
             details,
             back: trial.back,
-            reason: format!(
-                "rollback: with {} = {} {took} {measured_ms:.3} ms (predicted {:.2}){against}: \
-                 the objective's score per task {after:.3e} is worse than {:.3e} beyond the \
-                 noise (limit {limit:.3e})",
-                trial.tunable, trial.to, trial.predicted_ms, trial.baseline,
-            ),
+            reason,
             measured_ms,
         }
     }

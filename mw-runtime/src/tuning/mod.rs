@@ -169,6 +169,7 @@ impl Tuner {
             stats,
             first,
             midway: None,
+            iteration_tasks: obs.facts.tasks,
         };
         self.consider(&look, handle);
         self.estimate = estimate;
@@ -219,7 +220,12 @@ impl Tuner {
         }
         let index = so_far.facts.index;
         if let Some(start) = self.decider.trial.as_ref().and_then(|t| t.midway) {
-            if now.tasks.saturating_sub(start.tasks) < evidence {
+            // Answers come in chunks: until every worker has answered twice since the change,
+            // the tasks answered understate the work done.
+            let answers = now.answers.saturating_sub(start.answers);
+            if now.tasks.saturating_sub(start.tasks) < evidence
+                || answers < 2 * now.workers.max(1) as u64
+            {
                 return false;
             }
             return self.judge_midway(start, now, index, handle);
@@ -241,6 +247,7 @@ impl Tuner {
             stats,
             first: !self.looked,
             midway: Some((now, before)),
+            iteration_tasks: so_far.facts.tasks + remaining,
         };
         self.looked = true;
         self.consider(&look, handle)
@@ -256,7 +263,7 @@ impl Tuner {
         let Some(start) = self.decider.trial.as_ref().and_then(|t| t.midway) else {
             return;
         };
-        if end.tasks.saturating_sub(start.tasks) >= end.workers.max(1) as u64 {
+        if end.answers.saturating_sub(start.answers) >= 2 * end.workers.max(1) as u64 {
             self.judge_midway(start, end, index, handle);
         } else {
             self.decider.keep(index);
@@ -306,7 +313,7 @@ impl Tuner {
         let done = obs.facts.tasks.max(1) as f64;
         let conditions = Conditions {
             task_ms: est.now.task_ms,
-            tasks: obs.facts.tasks as f64,
+            tasks: look.iteration_tasks as f64,
             bytes_per_task: (obs.bytes_to + obs.bytes_from) as f64 / done,
         };
         let setting = factor::Setting {
@@ -416,6 +423,8 @@ struct Look<'a> {
     first: bool,
     /// Inside an iteration: where, and the score of the stretch before.
     midway: Option<(Span, f64)>,
+    /// Tasks of the iteration looked at: the conditions hysteresis compares.
+    iteration_tasks: usize,
 }
 
 /// An iteration's progress at a moment, counted from its start: what a stretch of it between
@@ -428,6 +437,8 @@ pub(crate) struct Span {
     pub tasks: u64,
     /// Their processing time, in ms.
     pub busy_ms: f64,
+    /// Answers (chunks) received.
+    pub answers: u64,
     /// Workers taking part now.
     pub workers: usize,
 }
