@@ -290,13 +290,9 @@ impl Probe {
         }
     }
 
-    /// Mean time of the tasks answered so far, in ms.
-    pub(crate) fn task_mean(&self) -> f64 {
-        let mut all = Moments::default();
-        for t in &self.tasks {
-            all.merge(t);
-        }
-        all.mean()
+    /// Each worker's task times so far.
+    pub(crate) fn worker_tasks(&self) -> &[Moments] {
+        &self.tasks
     }
 
     /// Tasks answered so far, the processing time they took (in ms), and the answers.

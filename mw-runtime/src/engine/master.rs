@@ -413,7 +413,7 @@ where
             answers,
             workers: round.workers,
         };
-        let asked = self.tuner.wants_look(round.probe.task_mean()) && {
+        let asked = self.tuner.wants_look(round.probe.worker_tasks()) && {
             let so_far = round.probe.observe_so_far(Facts {
                 index: round.index,
                 workers: round.workers,

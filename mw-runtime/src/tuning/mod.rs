@@ -28,7 +28,7 @@ pub use control::{ControlAddr, ControlStream, Reply};
 pub(crate) use control::{ControlServer, Status};
 
 use crate::config::{Objective, Protocol, RunConfig, TuningConfig};
-use crate::measure::{Observation, TaskStats};
+use crate::measure::{Moments, Observation, TaskStats};
 use crate::tunables::{Applied, Change, Source, Tunables, TunablesHandle, Why};
 use decide::{Conditions, Decider, Verdict};
 use estimate::Estimate;
@@ -168,6 +168,7 @@ impl Tuner {
             healthy,
             stats,
             first,
+            factor: true,
             midway: None,
             iteration_tasks: obs.facts.tasks,
         };
@@ -175,24 +176,38 @@ impl Tuner {
         self.estimate = estimate;
     }
 
-    /// Whether a checkpoint where tasks took `task_ms` on average is worth a look: with a change
-    /// made inside the iteration to judge, before the run's first measured iteration, or when
-    /// task times moved far from what the last iteration measured. Cheap, so that steady
-    /// iterations pay nothing for their checkpoints.
-    pub fn wants_look(&self, task_ms: f64) -> bool {
+    /// Whether a checkpoint is worth a look, `so_far` being each worker's task times in the
+    /// iteration so far: with a change made inside the iteration to judge, before the run's
+    /// first measured iteration, or when the workers' tasks take far longer or shorter than
+    /// the same workers' did in the last iteration (load arrived or left). Each worker is
+    /// compared with itself: the first answers come from the fastest workers, so a pooled mean
+    /// would see a change where there is none. Cheap, so that steady iterations pay nothing for
+    /// their checkpoints.
+    pub fn wants_look(&self, so_far: &[Moments]) -> bool {
         if self.config.mode == crate::config::TuneMode::Off {
             return false;
         }
-        let was = self.estimate.now.task_ms;
-        let shifted =
-            was > 0.0 && (task_ms - was).abs() / was.max(task_ms) > decide::CONDITIONS_CHANGED;
-        self.estimate.iterations == 0
-            || shifted
+        if self.estimate.iterations == 0
             || self
                 .decider
                 .trial
                 .as_ref()
                 .is_some_and(|t| t.midway.is_some())
+        {
+            return true;
+        }
+        let (mut now, mut before) = (0.0, 0.0);
+        for (w, m) in so_far.iter().enumerate().filter(|(_, m)| m.count() > 0) {
+            let last = self
+                .estimate
+                .workers
+                .get(w)
+                .filter(|l| l.count() > 0)
+                .map_or(self.estimate.now.task_ms, Moments::mean);
+            now += m.sum();
+            before += m.count() as f64 * last;
+        }
+        before > 0.0 && (now - before).abs() / now.max(before) > decide::CONDITIONS_CHANGED
     }
 
     /// A checkpoint inside iteration `so_far.facts.index`: `so_far` measures its answered
@@ -230,7 +245,7 @@ impl Tuner {
             }
             return self.judge_midway(start, now, index, handle);
         }
-        if !self.wants_look(so_far.task.mean()) {
+        if !self.wants_look(&so_far.worker_tasks) {
             return false;
         }
         let Some(before) = Span::score(&mark, &now, self.config.objective) else {
@@ -246,6 +261,9 @@ impl Tuner {
             healthy,
             stats,
             first: !self.looked,
+            // The factor's simulation is costly and the next boundary is near once an
+            // iteration has been measured: inside an iteration, only before that.
+            factor: self.estimate.iterations == 0,
             midway: Some((now, before)),
             iteration_tasks: so_far.facts.tasks + remaining,
         };
@@ -330,7 +348,7 @@ impl Tuner {
         let mut chosen = None;
         for name in ["factor", "nworkers"] {
             let allowed = match name {
-                "factor" => self.config.mode.tunes_factor(),
+                "factor" => self.config.mode.tunes_factor() && look.factor,
                 _ => self.config.mode.tunes_workers(),
             } && !held.contains(&name);
             let proposal = if !allowed {
@@ -421,6 +439,8 @@ struct Look<'a> {
     stats: &'a TaskStats,
     /// Nothing was measured before in this run: the starting values are a guess.
     first: bool,
+    /// Whether the factor tunlet is asked.
+    factor: bool,
     /// Inside an iteration: where, and the score of the stretch before.
     midway: Option<(Span, f64)>,
     /// Tasks of the iteration looked at: the conditions hysteresis compares.
