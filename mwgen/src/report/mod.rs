@@ -89,6 +89,8 @@ pub(crate) struct IterationRow {
 #[serde(default)]
 pub(crate) struct DecisionRow {
     pub iteration: usize,
+    /// For a change made inside an iteration: its tasks done by then.
+    pub tasks_done: Option<usize>,
     pub tunable: String,
     pub from: serde_json::Value,
     pub to: serde_json::Value,

@@ -5,7 +5,7 @@ use plotters::coord::Shift;
 use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 
-use super::{Figure, IterationRow, Run};
+use super::{DecisionRow, Figure, IterationRow, Run};
 
 pub(super) type DrawResult<T> = Result<T, Box<dyn std::error::Error>>;
 /// A chart with plain numbers on both axes, drawn to SVG.
@@ -187,7 +187,7 @@ fn decision_marks(
 ) -> DrawResult<bool> {
     let mut drawn = false;
     for (i, d) in run.decisions.iter().enumerate() {
-        let x = d.iteration as f64 - 0.5;
+        let x = decision_x(run, d);
         if !(x0..=x1).contains(&x) {
             continue;
         }
@@ -204,6 +204,42 @@ fn decision_marks(
             )])?;
     }
     Ok(drawn)
+}
+
+/// Where a decision stands on the iteration axis: at the boundary before its iteration, or, for
+/// a change made inside an iteration, as far into it as its tasks done.
+fn decision_x(run: &Run, d: &DecisionRow) -> f64 {
+    let inside = d.tasks_done.and_then(|done| {
+        let it = run.iterations.iter().find(|it| it.index == d.iteration)?;
+        (it.tasks > 0).then(|| done as f64 / it.tasks as f64)
+    });
+    d.iteration as f64 - 0.5 + inside.unwrap_or(0.0)
+}
+
+/// A tunable's value over the run as a step line: each iteration's value as it began, then the
+/// changes made inside iterations where they were made.
+fn tunable_steps(
+    run: &Run,
+    tunable: &str,
+    value: impl Fn(&IterationRow) -> f64,
+) -> Vec<(f64, f64)> {
+    let mut points = Vec::new();
+    for it in &run.iterations {
+        let mut v = value(it);
+        points.push((it.index as f64 - 0.5, v));
+        for d in run
+            .decisions
+            .iter()
+            .filter(|d| d.iteration == it.index && d.tasks_done.is_some() && d.tunable == tunable)
+        {
+            let x = decision_x(run, d);
+            points.push((x, v));
+            v = d.to.as_f64().unwrap_or(v);
+            points.push((x, v));
+        }
+        points.push((it.index as f64 + 0.5, v));
+    }
+    points
 }
 
 /// A decision's value without JSON quotes.
@@ -312,16 +348,6 @@ fn predicted_pieces(its: &[IterationRow]) -> Vec<Vec<(f64, f64)>> {
     pieces
 }
 
-/// A value held over each iteration, drawn as steps.
-fn steps(its: &[IterationRow], value: impl Fn(&IterationRow) -> f64) -> Vec<(f64, f64)> {
-    its.iter()
-        .flat_map(|it| {
-            let (x, v) = (it.index as f64, value(it));
-            [(x - 0.5, v), (x + 0.5, v)]
-        })
-        .collect()
-}
-
 fn tunables(run: &Run) -> DrawResult<Figure> {
     let title = "Tunables over the run: nworkers and factor";
     let its = &run.iterations;
@@ -367,11 +393,11 @@ fn tunables(run: &Run) -> DrawResult<Figure> {
             .y_label_formatter(&|v| format!("{v:.1}"))
             .draw()?;
         chart.draw_series(LineSeries::new(
-            steps(its, |it| it.workers as f64),
+            tunable_steps(run, "nworkers", |it| it.workers as f64),
             BLUE.stroke_width(2),
         ))?;
         chart.draw_secondary_series(LineSeries::new(
-            steps(its, |it| it.factor),
+            tunable_steps(run, "factor", |it| it.factor),
             RED.stroke_width(2),
         ))?;
         decision_marks(&mut chart, run, (x0, x1), (0.0, y1))?;
@@ -380,8 +406,9 @@ fn tunables(run: &Run) -> DrawResult<Figure> {
     Ok(Figure {
         file: "tunables.svg",
         title: title.to_owned(),
-        caption: "Workers taking part and the distribution factor in force in each iteration; \
-                  dashed lines mark the decisions that changed them."
+        caption: "Workers taking part and the distribution factor in force over the run; \
+                  dashed lines mark the decisions that changed them, inside an iteration as far \
+                  into it as its tasks were done."
             .to_owned(),
         svg,
     })
@@ -515,4 +542,49 @@ fn chunks(run: &Run, chosen: Option<usize>) -> DrawResult<Figure> {
             .to_owned(),
         svg,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_change_inside_an_iteration_steps_where_it_was_made() {
+        let run = Run {
+            iterations: (0..2)
+                .map(|index| IterationRow {
+                    index,
+                    workers: if index == 0 { 1 } else { 16 },
+                    tasks: 400,
+                    ..IterationRow::default()
+                })
+                .collect(),
+            decisions: vec![DecisionRow {
+                iteration: 0,
+                tasks_done: Some(40),
+                tunable: "nworkers".into(),
+                from: 1.into(),
+                to: 16.into(),
+                ..DecisionRow::default()
+            }],
+            ..Run::default()
+        };
+        assert!((decision_x(&run, &run.decisions[0]) - -0.4).abs() < 1e-12);
+        let points = tunable_steps(&run, "nworkers", |it| it.workers as f64);
+        let expected = [
+            (-0.5, 1.0),
+            (-0.4, 1.0),
+            (-0.4, 16.0),
+            (0.5, 16.0),
+            (0.5, 16.0),
+            (1.5, 16.0),
+        ];
+        assert_eq!(points.len(), expected.len(), "{points:?}");
+        for ((x, y), (ex, ey)) in points.iter().zip(expected) {
+            assert!((x - ex).abs() < 1e-12 && *y == ey, "{points:?}");
+        }
+        // Other tunables are not moved by it.
+        let factor = tunable_steps(&run, "factor", |it| it.factor);
+        assert_eq!(factor.len(), 4);
+    }
 }
