@@ -302,14 +302,18 @@ impl Probe {
     }
 
     /// The measurements so far, for a checkpoint inside the iteration: `facts` describe the
-    /// part done (its tasks answered and its time until now).
+    /// part done (its tasks answered and its time until now). Bytes count what was answered:
+    /// chunks still out, and shared parts sent ahead of them, belong to tasks not yet done.
     pub(crate) fn observe_so_far(&self, facts: Facts) -> Observation {
+        let waiting = self.shared.iter().flatten().count() as u64 * self.shared_bytes;
+        let out: u64 = self.outstanding.iter().flatten().map(|s| s.bytes).sum();
         Probe {
             shared: Vec::new(),
             outstanding: Vec::new(),
             busy: self.busy.clone(),
             tasks: self.tasks.clone(),
             transfers: self.transfers.clone(),
+            bytes_to: self.bytes_to.saturating_sub(waiting + out),
             ..*self
         }
         .observe(facts)

@@ -50,7 +50,8 @@ pub(crate) struct Tuner {
     /// The model's calibration when the change being watched was made: restored if the change
     /// is rolled back, since what it measured belonged to settings left behind.
     calibration_before: f64,
-    /// The current iteration's progress at its last checkpoint.
+    /// Where the current iteration's stretch of the settings in force began: its start, or
+    /// the last change made inside it.
     mark: Span,
     /// Whether the tunlets have been asked before in this run.
     looked: bool,
@@ -163,13 +164,13 @@ impl Tuner {
         let look = Look {
             estimate: &estimate,
             obs,
-            tasks: obs.facts.tasks,
             current,
             healthy,
             stats,
             first,
             factor: true,
             midway: None,
+            remaining: obs.facts.tasks,
             iteration_tasks: obs.facts.tasks,
         };
         self.consider(&look, handle);
@@ -229,7 +230,6 @@ impl Tuner {
         stats: &TaskStats,
         handle: &TunablesHandle,
     ) -> bool {
-        let mark = std::mem::replace(&mut self.mark, now);
         if self.config.mode == crate::config::TuneMode::Off {
             return false;
         }
@@ -245,18 +245,21 @@ impl Tuner {
             }
             return self.judge_midway(start, now, index, handle);
         }
-        if !self.wants_look(&so_far.worker_tasks) {
+        // A change in the last fifth of an iteration could hardly pay, and could not be judged.
+        if !self.wants_look(&so_far.worker_tasks) || (remaining as u64) < 2 * evidence {
             return false;
         }
-        let Some(before) = Span::score(&mark, &now, self.config.objective) else {
+        let Some(before) = Span::score(&self.mark, &now, self.config.objective) else {
             return false;
         };
         let mut estimate = self.estimate.clone();
         estimate.update(so_far, self.protocol);
+        // What the model left unexplained was measured under other conditions (or never):
+        // the stretch so far has no tail to calibrate on.
+        estimate.calibration_ms = 0.0;
         let look = Look {
             estimate: &estimate,
             obs: so_far,
-            tasks: remaining,
             current,
             healthy,
             stats,
@@ -265,6 +268,7 @@ impl Tuner {
             // iteration has been measured: inside an iteration, only before that.
             factor: self.estimate.iterations == 0,
             midway: Some((now, before)),
+            remaining,
             iteration_tasks: so_far.facts.tasks + remaining,
         };
         self.looked = true;
@@ -335,7 +339,7 @@ impl Tuner {
             bytes_per_task: (obs.bytes_to + obs.bytes_from) as f64 / done,
         };
         let setting = factor::Setting {
-            tasks: look.tasks,
+            tasks: look.remaining,
             workers: obs.facts.workers,
             factor: current.factor,
             policy: current.policy,
@@ -359,7 +363,7 @@ impl Tuner {
                 workers::propose(
                     est,
                     obs,
-                    look.tasks,
+                    look.iteration_tasks,
                     current.nworkers.min(healthy).max(1),
                     workers::Range { lo, hi },
                     self.config.objective,
@@ -406,6 +410,10 @@ impl Tuner {
             return false;
         }
         self.calibration_before = self.estimate.calibration_ms;
+        if let Some((at, _)) = look.midway {
+            // What follows is judged against what came before, measured from here.
+            self.mark = at;
+        }
         self.decider.start(
             &proposal,
             back,
@@ -431,9 +439,9 @@ impl Tuner {
 struct Look<'a> {
     estimate: &'a Estimate,
     obs: &'a Observation,
-    /// Tasks the proposal is about: the next iteration's at a boundary, those not yet answered
-    /// inside an iteration.
-    tasks: usize,
+    /// Tasks a new factor would cut: the next iteration's at a boundary, those not yet
+    /// answered inside an iteration.
+    remaining: usize,
     current: &'a Tunables,
     healthy: usize,
     stats: &'a TaskStats,
@@ -443,7 +451,9 @@ struct Look<'a> {
     factor: bool,
     /// Inside an iteration: where, and the score of the stretch before.
     midway: Option<(Span, f64)>,
-    /// Tasks of the iteration looked at: the conditions hysteresis compares.
+    /// Tasks of the iteration looked at: what the pool is sized for (the tasks left would
+    /// favour few workers near the end of every iteration, a choice the next one keeps), and
+    /// the conditions hysteresis compares.
     iteration_tasks: usize,
 }
 
