@@ -1,7 +1,7 @@
 //! The ideal iteration time the policies are measured against, and the arithmetic of comparing.
 //!
 //! Ideal: every worker busy all the time on an equal share of the iteration's task time, plus
-//! the communication the model (DESIGN §6, expressions 7–9) predicts for the iteration's volume
+//! the communication the model (Cesar et al. 2006, expressions 7–9) predicts for the iteration's volume
 //! with the `mo` and `k` the runtime estimated — i.e. `Tt(n)` of the balanced model with `Tc` the
 //! drawn task time and `λm = 0`. Without estimates of `mo` and `k` it is `Tc / n`.
 
@@ -61,7 +61,7 @@ pub fn argmin(values: &[f64]) -> Option<usize> {
         .map(|(i, _)| i)
 }
 
-/// The performance index `Pi = n·Tt²/Tc` of a measured iteration (DESIGN §6, expression 13).
+/// The performance index `Pi = n·Tt²/Tc` of a measured iteration (Cesar et al. 2006, expression 13).
 pub fn performance_index(workers: usize, time_ms: f64, tc_ms: f64) -> f64 {
     if tc_ms > 0.0 {
         workers as f64 * time_ms * time_ms / tc_ms

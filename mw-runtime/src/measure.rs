@@ -1,4 +1,4 @@
-//! Measurements the runtime takes while it runs (DESIGN §6–7 "measure points"): task times,
+//! Measurements the runtime takes while it runs (the "measure points"): task times,
 //! pooled and per worker, and for every chunk the bytes it moved and the time its trip took
 //! beyond its processing.
 //!
@@ -156,7 +156,7 @@ impl TaskStats {
 
 /// One chunk's trip: the bytes it moved (the chunk, its answer and, for a worker's first chunk
 /// of an iteration, the shared part before it) and the time that was not processing —
-/// `master receive − master send entry − worker processing time` (seed 004).
+/// `master receive − master send entry − worker processing time` (Morajko et al. 2005).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Transfer {
     pub bytes: f64,
@@ -363,7 +363,7 @@ pub(crate) struct Facts {
     pub mixed: bool,
 }
 
-/// One iteration, measured: the inputs of the model (DESIGN §6) and of the tunlets.
+/// One iteration, measured: the inputs of the model (Cesar et al. 2006) and of the tunlets.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Observation {
     pub facts: Facts,
@@ -412,7 +412,7 @@ impl Observation {
         }
     }
 
-    /// `Q = 1 − (1/n)·Σλ_i/Tt` over the workers that took part (DESIGN §6), in `[0, 1]`.
+    /// `Q = 1 − (1/n)·Σλ_i/Tt` over the workers that took part (Cesar et al. 2006), in `[0, 1]`.
     pub fn imbalance(&self) -> f64 {
         let t = self.facts.time_ms;
         if t > 0.0 {

@@ -1,4 +1,4 @@
-//! The metrics a run leaves behind (`--metrics PATH`): the JSON contract of DESIGN §8.
+//! The metrics a run leaves behind (`--metrics PATH`): the JSON contract of `docs/ARCHITECTURE.md` ("What a run leaves behind").
 
 use std::path::Path;
 

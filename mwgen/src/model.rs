@@ -1,4 +1,4 @@
-//! `mwgen model`: the performance model (DESIGN §6), offline.
+//! `mwgen model`: the performance model (Cesar et al. 2006), offline.
 
 use std::io::Write;
 use std::path::PathBuf;

@@ -1,5 +1,5 @@
 //! `mwgen new`: scaffold a Master/Worker project from the definitions of its messages (the
-//! papers' `create` script and communication class generator, DESIGN §2).
+//! papers' `create` script and communication class generator of POETRIES).
 //!
 //! The steps: check the name, read and check the message types (nothing is written when any
 //! of them is wrong), find the runtime, render the template in memory, then write the files.

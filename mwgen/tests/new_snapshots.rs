@@ -206,7 +206,7 @@ fn example() {
     check("example", "blank", &["sums"], "sums");
 }
 
-/// The task and result of DESIGN §1, on the command line.
+/// The task and result of the fire example in `docs/ARCHITECTURE.md`, on the command line.
 #[test]
 fn in_out() {
     check(

@@ -1,5 +1,6 @@
-//! The N-Body model (DESIGN §9, a contract): initial state from SplitMix64 and one explicit
-//! Euler step of 2-D gravity with softening. Every backend, worker count and policy calls the
+//! The N-Body model (a contract, `docs/ARCHITECTURE.md`): initial state from SplitMix64 and one
+//! semi-implicit Euler step of 2-D gravity with softening (the position moves by the updated
+//! velocity). Every backend, worker count and policy calls the
 //! same `advance`, in the same order of operations, so results are bit-identical.
 
 use rayon::prelude::*;
@@ -117,9 +118,31 @@ pub fn to_csv(bodies: &[Body]) -> String {
         .collect()
 }
 
+/// Whether two states are the same bit for bit: `==` on `f64` holds `-0.0` equal to `0.0` and
+/// a NaN equal to nothing, so it can neither promise nor refuse "bit-identical".
+pub fn bit_identical(a: &[Body], b: &[Body]) -> bool {
+    let bits = |b: &Body| [b.x, b.y, b.vx, b.vy, b.m].map(f64::to_bits);
+    a.len() == b.len() && a.iter().zip(b).all(|(p, q)| bits(p) == bits(q))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn bit_identical_compares_bits_not_values() {
+        let body = |x: f64| Body {
+            x,
+            y: 0.5,
+            vx: 0.0,
+            vy: 0.0,
+            m: 1.0,
+        };
+        assert!(bit_identical(&[body(1.0)], &[body(1.0)]));
+        assert!(bit_identical(&[body(f64::NAN)], &[body(f64::NAN)]));
+        assert!(!bit_identical(&[body(0.0)], &[body(-0.0)]));
+        assert!(!bit_identical(&[body(1.0)], &[body(1.0), body(1.0)]));
+    }
 
     #[test]
     fn splitmix64_matches_the_reference_sequence() {

@@ -1,6 +1,6 @@
 //! Model validation (Cesar et al. 2006, §6.3, Figs. 7–10 and Tables 1–4): for a balanced
 //! application of total task time `Tc` and volume `V`, the iteration time `Tt(n)` and the
-//! performance index `Pi(n)` measured with n = 2..40 workers against the model's (DESIGN §6),
+//! performance index `Pi(n)` measured with n = 2..40 workers against the model's (Cesar et al. 2006),
 //! asynchronous and synchronous, and the best `n` observed against the best `n` predicted.
 //!
 //! The application is the synthetic program with equal sleeping tasks (`--stddev 0`) cut by

@@ -50,7 +50,7 @@ impl fmt::Display for TuneMode {
     }
 }
 
-/// What the choice of `nworkers` minimizes (DESIGN §6–7).
+/// What the choice of `nworkers` minimizes (see the tuner's README).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, ValueEnum)]
 #[serde(rename_all = "lowercase")]
 #[value(rename_all = "lowercase")]

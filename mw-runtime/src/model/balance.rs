@@ -1,4 +1,4 @@
-//! Load-balance quality (design §6): how far an iteration was from perfectly balanced, and a bound
+//! Load-balance quality (Cesar et al. 2006): how far an iteration was from perfectly balanced, and a bound
 //! on how well it can be balanced with a different number of workers.
 //!
 //! The model of `Tt(n)` holds for balanced iterations only, so `nworkers` should change only once

@@ -1,4 +1,4 @@
-//! The broadcast variant (N-Body; seed 002, expressions 5–8): every worker receives the same
+//! The broadcast variant (N-Body; POETRIES, expressions 5–8): every worker receives the same
 //! `Vi` bytes whatever `n` is, so the data sent grows with `n` instead of being split by it.
 //!
 //! Async protocol only, as in the source. A message carries `Vi` bytes for every `n`, so the
@@ -124,7 +124,7 @@ pub fn iteration_time(p: &BroadcastParams, n: usize) -> Result<f64, ModelError> 
     Ok(p.time_unchecked(nf).0)
 }
 
-/// The real `n` that minimizes `Tt` (seed 002's (7)/(8), the first corrected as the module
+/// The real `n` that minimizes `Tt` (POETRIES' (7)/(8), the first corrected as the module
 /// documentation says): `√((Tc + k·Vm)/(k·Vi))` when bandwidth-bound, `√((Tc + k·Vm)/mo)` when
 /// latency-bound. `None` when more workers always help (`mo = k·Vi = 0`).
 ///
@@ -186,7 +186,7 @@ pub fn sweep(p: &BroadcastParams, workers: RangeInclusive<usize>) -> Result<Curv
 /// The MCMC of a broadcast application by the same definition as [`mcmc`](super::mcmc): the
 /// largest `n` for which sending the shared data to `n` workers, `S(n)`, takes no longer than one
 /// chunk's round trip. The model sheet has no closed form for it; this one follows from the
-/// send phase of seed 002 (`n·mo + k·Vi` latency-bound, `mo + k·n·Vi` bandwidth-bound).
+/// send phase of POETRIES (`n·mo + k·Vi` latency-bound, `mo + k·n·Vi` bandwidth-bound).
 /// `None` when the master never falls behind (`mo = k·Vi = 0`).
 ///
 /// # Errors

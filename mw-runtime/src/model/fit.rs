@@ -1,4 +1,4 @@
-//! Estimating `mo` and `k` from observed transfers (design §6; seed 001 does the same).
+//! Estimating `mo` and `k` from observed transfers (Yalçınkaya and Steihaug do the same).
 
 use serde::{Deserialize, Serialize};
 

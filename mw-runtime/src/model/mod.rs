@@ -1,5 +1,5 @@
 //! The performance model of a balanced Master/Worker iteration: pure functions of the measured
-//! parameters, implementing the model sheet of the design (§6) and nothing else.
+//! parameters, implementing the model of Cesar et al. 2006 (see README.md beside this file) and nothing else.
 //!
 //! Units are milliseconds and bytes throughout. The pieces:
 //!
@@ -61,7 +61,7 @@ pub use fit::{Fit, fit_latency_bandwidth};
 pub use mcmc::{MCMC_LIMIT, master_falls_behind, mcmc, mcmc_closed_form};
 pub use time::{efficiency, iteration_time, performance_index, regime, round_trip, send_phase};
 
-/// The measured parameters of one iteration of a balanced application (design §6).
+/// The measured parameters of one iteration of a balanced application (Cesar et al. 2006).
 ///
 /// A balanced application sends `αV/n` bytes to each worker, gets `(1−α)V/n` back from each, and
 /// each worker computes for `Tc/n`.
@@ -118,16 +118,16 @@ impl Params {
 /// Which expression of the model sheet gives `Tt(n)`.
 ///
 /// Under the async protocol the regime depends on `n`: a message to one worker costs `mo` to
-/// start and `k·αV/n` to move, and the larger of the two dominates (design §6).
+/// start and `k·αV/n` to move, and the larger of the two dominates (Cesar et al. 2006).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Regime {
     /// Async, `mo ≥ k·(bytes of one message)`: start-up times add up, transfers overlap
-    /// (expression (7); broadcast: seed 002's (6)).
+    /// (expression (7); broadcast: POETRIES' (6)).
     #[serde(rename = "latency")]
     LatencyBound,
     /// Async, `mo < k·(bytes of one message)`: transfers add up, start-ups overlap
-    /// (expression (8); broadcast: seed 002's (5)).
+    /// (expression (8); broadcast: POETRIES' (5)).
     #[serde(rename = "bandwidth")]
     BandwidthBound,
     /// Sync protocol: both add up (expression (9)).

@@ -81,7 +81,7 @@ pub(crate) fn iteration_time_unchecked(p: &Params, n: f64, protocol: Protocol) -
 }
 
 /// `S(n)`: the master's time to send one chunk to each of `n` workers, in ms — the distribution
-/// phase that (7)–(9) start with (seed 000's function `S`):
+/// phase that (7)–(9) start with (Cesar et al.'s function `S`):
 ///
 /// - async, latency-bound: `n·mo + k·αV/n` (start-ups add up; only the last transfer shows)
 /// - async, bandwidth-bound: `mo + k·αV` (transfers add up; only the first start-up shows)

@@ -45,8 +45,8 @@ pub struct Plan<'a> {
     pub workers: usize,
     /// The distribution factor, `0 < factor ≤ 1`.
     pub factor: f64,
-    /// The smallest chunk worth sending (at least 1; raised by the tuner from the master's
-    /// chunk-managing capability).
+    /// The smallest chunk worth sending (at least 1): `--min-chunk`, as configured. (Nothing
+    /// raises it from the master's chunk-managing capability yet.)
     pub min_chunk: usize,
     /// Task times measured so far, pooled and per worker.
     pub stats: &'a TaskStats,

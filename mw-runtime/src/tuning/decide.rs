@@ -1,4 +1,4 @@
-//! When a proposal becomes a decision (DESIGN §7): it must hold for `persistence` iterations and
+//! When a proposal becomes a decision (see README.md beside this file): it must hold for `persistence` iterations and
 //! promise a gain above the measured noise; it must not undo a recent change, nor retry a
 //! direction that was rolled back, unless conditions changed a lot (hysteresis); once made, it is
 //! watched for `persistence` iterations and rolled back if the iterations got worse.

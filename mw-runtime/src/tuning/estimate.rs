@@ -89,7 +89,7 @@ pub(crate) struct Estimate {
 pub(crate) enum Variant {
     /// Work and data split among the workers: (7)–(9).
     Balanced(Params),
-    /// The shared part, sent whole to every worker, dominates what is sent: seed 002's (5)–(8).
+    /// The shared part, sent whole to every worker, dominates what is sent: POETRIES' (5)–(8).
     Broadcast(BroadcastParams),
 }
 

@@ -1,5 +1,5 @@
 //! `FactorTunlet`: the distribution factor of `fsc`, `factoring` and `dpf`, by simulating the
-//! next iteration for each candidate (seed 004, DESIGN §7).
+//! next iteration for each candidate (Morajko et al. 2005).
 
 use serde_json::json;
 

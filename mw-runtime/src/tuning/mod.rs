@@ -1,4 +1,4 @@
-//! The in-process tuner (the papers' MATE analyzer, DESIGN §7) and the external control
+//! The in-process tuner (the papers' MATE analyzer) and the external control
 //! endpoint.
 //!
 //! At every iteration boundary the engine hands the tuner the iteration's `Observation`

@@ -1,4 +1,4 @@
-//! Event simulation of one iteration (seed 004): the policy cuts chunks exactly as the engine
+//! Event simulation of one iteration (Morajko et al. 2005): the policy cuts chunks exactly as the engine
 //! would, each goes to the next free worker; a chunk costs its send, its processing at that
 //! worker's measured speed, and its answer; the master handles answers one at a time. Chunks
 //! are prefetched as the engine does: a worker holds up to `prefetch` beyond the one it

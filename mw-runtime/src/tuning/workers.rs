@@ -1,4 +1,4 @@
-//! `WorkersTunlet`: the number of workers from the performance model (DESIGN §6–7).
+//! `WorkersTunlet`: the number of workers from the performance model (Cesar et al. 2006).
 
 use serde_json::json;
 

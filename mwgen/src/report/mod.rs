@@ -50,7 +50,7 @@ pub struct ReportArgs {
     pub iteration: Option<usize>,
 }
 
-/// What the report reads of a metrics file: the contract fields of DESIGN §8 and a few more,
+/// What the report reads of a metrics file: the contract fields of `docs/ARCHITECTURE.md` and a few more,
 /// every one optional but the iterations, so older or newer files still make a report.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(default)]

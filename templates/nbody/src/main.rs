@@ -138,7 +138,7 @@ fn main() -> mw::Result<()> {
     );
     let parallel = result.lock().map(|b| b.clone()).unwrap_or_default();
     if let Some((bodies, seq_elapsed)) = &sequential {
-        if parallel != *bodies {
+        if !physics::bit_identical(&parallel, bodies) {
             return Err("master/worker result differs from the sequential loop".into());
         }
         eprintln!(
@@ -148,7 +148,7 @@ fn main() -> mw::Result<()> {
         );
     }
     if let Some((bodies, rayon_elapsed)) = &rayon {
-        if parallel != *bodies {
+        if !physics::bit_identical(&parallel, bodies) {
             return Err("master/worker result differs from rayon's".into());
         }
         let speedup = sequential.as_ref().map_or(String::new(), |(_, seq)| {
