@@ -80,7 +80,9 @@ pub mod tuning;
 
 pub use app::{Flow, Iteration, Master, Setup, TaskId, Work, Worker, WorkerSetup};
 pub use codec::{DecodeError, Message};
-pub use config::{BackendChoice, Objective, Protocol, RunArgs, RunConfig, TuneMode, TuningConfig};
+pub use config::{
+    BackendChoice, EmulatedLink, Objective, Protocol, RunArgs, RunConfig, TuneMode, TuningConfig,
+};
 pub use error::{Error, ErrorKind, Result};
 pub use load::LoadPattern;
 pub use metrics::RunMetrics;

@@ -133,6 +133,14 @@ where
         BackendChoice::Mpi => true,
         BackendChoice::Auto => launched_by_mpirun().is_some_and(|size| size > 1),
     };
+    if use_mpi && config.link.is_some() {
+        return Err(Error::config(
+            "error: `--link-latency` and `--link-bandwidth` emulate a network on the local \
+             backend, and this run is on MPI",
+            "under MPI the network is real: leave the link flags (and `[run] link_latency`, \
+             `link_bandwidth`) out, or run on threads with `--backend local`",
+        ));
+    }
     let metrics = if use_mpi {
         run_mpi(config, master, worker)?
     } else {
@@ -197,7 +205,7 @@ where
         workers: Some(config.local_start(pool)),
         ..config.clone()
     };
-    let (mut link, ends) = local::connect(pool, config.protocol);
+    let (mut link, ends) = local::connect(pool, config.protocol, config.link);
     let worker = &worker;
     std::thread::scope(|scope| {
         for (index, mut end) in ends.into_iter().enumerate() {

@@ -103,6 +103,16 @@ pub struct RunArgs {
     /// t·p/(100−p) after each task that took t.
     #[arg(long, value_name = "PATTERN", value_parser = parse_load)]
     pub load: Option<LoadPattern>,
+    /// Emulated network on the local backend: one-way latency of every message, in ms
+    ///
+    /// With `--link-bandwidth`, an emulation of the master's network card: one link each way,
+    /// shared by all workers, a message occupying it for bytes/bandwidth then arriving a latency
+    /// later. Refused under MPI, where the network is real.
+    #[arg(long, value_name = "MS", value_parser = parse_positive, allow_negative_numbers = true)]
+    pub link_latency: Option<f64>,
+    /// Emulated network on the local backend: bandwidth of the master's link each way, in megabits per second (100 for the papers' Fast Ethernet)
+    #[arg(long, value_name = "MBIT", value_parser = parse_positive, allow_negative_numbers = true)]
+    pub link_bandwidth: Option<f64>,
     /// Configuration file [default: Mw.toml if present]
     #[arg(long, value_name = "PATH")]
     pub config: Option<PathBuf>,
@@ -141,6 +151,14 @@ fn parse_load(text: &str) -> std::result::Result<LoadPattern, LoadError> {
     text.parse()
 }
 
+fn parse_positive(text: &str) -> std::result::Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
+        Ok(_) => Err("must be a positive number".into()),
+        Err(_) => Err(format!("`{text}` is not a number")),
+    }
+}
+
 fn parse_factor(text: &str) -> std::result::Result<f64, String> {
     let factor: f64 = text
         .trim()
@@ -171,6 +189,9 @@ pub struct RunSection {
     pub quiet: Option<bool>,
     /// Emulated external load, in the syntax of `--load`.
     pub load: Option<LoadPattern>,
+    /// Emulated link, as `--link-latency` (ms) and `--link-bandwidth` (Mbit/s).
+    pub link_latency: Option<f64>,
+    pub link_bandwidth: Option<f64>,
 }
 
 /// `Mw.toml`: the run defaults of a project, plus the answers `mwgen new` was given (kept in
@@ -245,6 +266,26 @@ pub struct RunConfig {
     pub quiet: bool,
     /// Emulated external load on the workers ([`LoadPattern::None`] for none).
     pub load: LoadPattern,
+    /// Emulated network between master and workers on the local backend.
+    pub link: Option<EmulatedLink>,
+}
+
+/// An emulated network (`--link-latency`, `--link-bandwidth`): the master's network card, one
+/// link each way shared by all workers. A message waits for the link to be free, occupies it
+/// for its encoded size over the bandwidth, and arrives `latency` after it has left.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct EmulatedLink {
+    /// One-way latency of every message, in ms (0 when only a bandwidth is given).
+    pub latency_ms: f64,
+    /// Megabits per second each way; `None`: no limit.
+    pub bandwidth_mbit: Option<f64>,
+}
+
+impl EmulatedLink {
+    /// `k`: the link's cost per byte, in ms.
+    pub fn ms_per_byte(&self) -> f64 {
+        self.bandwidth_mbit.map_or(0.0, |mbit| 8.0 / (mbit * 1e3))
+    }
 }
 
 impl Default for RunConfig {
@@ -265,6 +306,7 @@ impl Default for RunConfig {
             trace_limit: crate::trace::DEFAULT_LIMIT,
             quiet: false,
             load: LoadPattern::None,
+            link: None,
         }
     }
 }
@@ -312,6 +354,18 @@ impl RunConfig {
     /// Values out of range, with what to do about them.
     pub fn merge(file: &RunSection, args: &RunArgs) -> Result<RunConfig> {
         let defaults = RunConfig::default();
+        for (key, value) in [
+            ("link_latency", file.link_latency),
+            ("link_bandwidth", file.link_bandwidth),
+        ] {
+            if let Some(v) = value.filter(|v| !(v.is_finite() && *v > 0.0)) {
+                return Err(Error::config(
+                    format!("error: `[run] {key}` = {v} is not a positive number"),
+                    "give the one-way latency in ms (e.g. 0.1) and the bandwidth in megabits per \
+                     second (e.g. 100 for Fast Ethernet), or leave the key out",
+                ));
+            }
+        }
         let config = RunConfig {
             workers: args.workers.or(file.workers),
             max_workers: args.max_workers.or(file.max_workers),
@@ -342,6 +396,16 @@ impl RunConfig {
                 .clone()
                 .or_else(|| file.load.clone())
                 .unwrap_or_default(),
+            link: match (
+                args.link_latency.or(file.link_latency),
+                args.link_bandwidth.or(file.link_bandwidth),
+            ) {
+                (None, None) => None,
+                (latency, bandwidth) => Some(EmulatedLink {
+                    latency_ms: latency.unwrap_or(0.0),
+                    bandwidth_mbit: bandwidth,
+                }),
+            },
         };
         config.validate()?;
         Ok(config)
@@ -374,6 +438,21 @@ impl RunConfig {
             ));
         }
         check_factor(self.factor)?;
+        if let Some(link) = &self.link {
+            let bad = |key: &str, value: f64| {
+                Error::config(
+                    format!("error: `{key}` = {value} is not a positive number"),
+                    "give the one-way latency in ms (e.g. 0.1) and the bandwidth in megabits \
+                     per second (e.g. 100 for Fast Ethernet)",
+                )
+            };
+            if !(link.latency_ms.is_finite() && link.latency_ms >= 0.0) {
+                return Err(bad("link_latency", link.latency_ms));
+            }
+            if let Some(mbit) = link.bandwidth_mbit.filter(|b| !(b.is_finite() && *b > 0.0)) {
+                return Err(bad("link_bandwidth", mbit));
+            }
+        }
         match self.prefetch {
             Some(n) if n > MAX_PREFETCH => {
                 return Err(Error::config(

@@ -1,4 +1,6 @@
-//! The local backend: one thread per worker, values moved through channels (never encoded).
+//! The local backend: one thread per worker, values moved through channels (never encoded),
+//! optionally through an emulated network ([`super::wire`]): each message then carries the time
+//! it is due, and its receiver sleeps until then.
 //!
 //! `sync` uses rendezvous channels, so a send returns only once the receiver has taken the
 //! message (like `MPI_Ssend`); `async` uses unbounded channels, so sends return at once and
@@ -6,37 +8,68 @@
 //! core, before it blocks: with short tasks, waking a blocked thread cost more than the task,
 //! and made runs of empty tasks vary fourfold from one to the next.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use crossbeam_channel::{Receiver, Sender, TryRecvError, bounded, unbounded};
 
+use super::wire::{Sleeper, Wire};
 use super::{FromWorker, MasterLink, ToWorker, WorkerLink};
-use crate::config::Protocol;
+use crate::clock::Instant;
+use crate::codec::Message;
+use crate::config::{EmulatedLink, Protocol};
 use crate::error::{Error, Result};
 
 /// How long a receiver looks for a message before it blocks on the channel.
 const LOOK_AGAIN: Duration = Duration::from_micros(50);
 
+/// A message and, on an emulated network, when it arrives.
+type Timed<M> = (Option<Instant>, M);
+
+/// The emulated network: the master's link out and its link back.
+#[derive(Debug)]
+struct Network {
+    out: Wire,
+    back: Wire,
+}
+
 /// The master's end: one inbox per worker, one shared channel back.
 #[derive(Debug)]
 pub(crate) struct LocalMaster<T, S, R> {
-    to_workers: Vec<Sender<ToWorker<T, S>>>,
-    from_workers: Receiver<(usize, FromWorker<T, R>)>,
+    to_workers: Vec<Sender<Timed<ToWorker<T, S>>>>,
+    from_workers: Receiver<Timed<(usize, FromWorker<T, R>)>>,
+    network: Option<Arc<Network>>,
+    sync: bool,
+    sleeper: Sleeper,
 }
 
 /// A worker's end.
 #[derive(Debug)]
 pub(crate) struct LocalWorker<T, S, R> {
     index: usize,
-    inbox: Receiver<ToWorker<T, S>>,
-    to_master: Sender<(usize, FromWorker<T, R>)>,
+    inbox: Receiver<Timed<ToWorker<T, S>>>,
+    to_master: Sender<Timed<(usize, FromWorker<T, R>)>>,
+    network: Option<Arc<Network>>,
+    sync: bool,
+    sleeper: Sleeper,
 }
 
 /// Both ends of a local pool.
 pub(crate) type Pool<T, S, R> = (LocalMaster<T, S, R>, Vec<LocalWorker<T, S, R>>);
 
-/// Channels for a master and `pool` workers.
-pub(crate) fn connect<T, S, R>(pool: usize, protocol: Protocol) -> Pool<T, S, R> {
+/// Channels for a master and `pool` workers, through `link` when one is emulated.
+pub(crate) fn connect<T, S, R>(
+    pool: usize,
+    protocol: Protocol,
+    link: Option<EmulatedLink>,
+) -> Pool<T, S, R> {
+    let network = link.map(|link| {
+        Arc::new(Network {
+            out: Wire::new(&link),
+            back: Wire::new(&link),
+        })
+    });
+    let sync = protocol == Protocol::Sync;
     fn channel<M>(protocol: Protocol) -> (Sender<M>, Receiver<M>) {
         match protocol {
             Protocol::Sync => bounded(0),
@@ -51,6 +84,9 @@ pub(crate) fn connect<T, S, R>(pool: usize, protocol: Protocol) -> Pool<T, S, R>
                 index,
                 inbox,
                 to_master: to_master.clone(),
+                network: network.clone(),
+                sync,
+                sleeper: Sleeper::default(),
             };
             (tx, worker)
         })
@@ -59,12 +95,15 @@ pub(crate) fn connect<T, S, R>(pool: usize, protocol: Protocol) -> Pool<T, S, R>
         LocalMaster {
             to_workers,
             from_workers,
+            network,
+            sync,
+            sleeper: Sleeper::default(),
         },
         workers,
     )
 }
 
-impl<T, S, R> MasterLink<T, S, R> for LocalMaster<T, S, R> {
+impl<T: Message, S: Message, R: Message> MasterLink<T, S, R> for LocalMaster<T, S, R> {
     fn pool(&self) -> usize {
         self.to_workers.len()
     }
@@ -82,24 +121,70 @@ impl<T, S, R> MasterLink<T, S, R> for LocalMaster<T, S, R> {
             .to_workers
             .get(worker)
             .ok_or_else(|| Error::backend(format!("no worker {worker} in the pool")))?;
+        let due = self
+            .network
+            .as_ref()
+            .map(|n| n.out.due(to_worker_len(&message), crate::clock::now()));
         inbox
-            .send(message)
-            .map_err(|_| Error::backend(format!("worker {worker} exited unexpectedly")))
+            .send((due, message))
+            .map_err(|_| Error::backend(format!("worker {worker} exited unexpectedly")))?;
+        if let (true, Some(due)) = (self.sync, due) {
+            // A synchronous send completes once the message is delivered.
+            self.sleeper.until(due);
+        }
+        Ok(())
     }
 
     fn recv(&mut self) -> Result<(usize, FromWorker<T, R>)> {
-        receive(&self.from_workers)
-            .ok_or_else(|| Error::backend("every worker exited unexpectedly"))
+        let (due, message) = receive(&self.from_workers)
+            .ok_or_else(|| Error::backend("every worker exited unexpectedly"))?;
+        if let Some(due) = due {
+            self.sleeper.until(due);
+        }
+        Ok(message)
     }
 }
 
-impl<T, S, R> WorkerLink<T, S, R> for LocalWorker<T, S, R> {
+impl<T: Message, S: Message, R: Message> WorkerLink<T, S, R> for LocalWorker<T, S, R> {
     fn recv(&mut self) -> Option<ToWorker<T, S>> {
-        receive(&self.inbox)
+        let (due, message) = receive(&self.inbox)?;
+        if let Some(due) = due {
+            self.sleeper.until(due);
+        }
+        Some(message)
     }
 
     fn send(&mut self, message: FromWorker<T, R>) -> bool {
-        self.to_master.send((self.index, message)).is_ok()
+        let due = self
+            .network
+            .as_ref()
+            .map(|n| n.back.due(from_worker_len(&message), crate::clock::now()));
+        let sent = self.to_master.send((due, (self.index, message))).is_ok();
+        if let (true, Some(due)) = (self.sync, due) {
+            self.sleeper.until(due);
+        }
+        sent
+    }
+}
+
+/// Bytes of a message to a worker as the MPI backend would send it (a tag byte and the
+/// iteration besides the payloads).
+fn to_worker_len<T: Message, S: Message>(message: &ToWorker<T, S>) -> usize {
+    1 + match message {
+        ToWorker::Shared { part, .. } => 8 + part.encoded_len(),
+        ToWorker::Chunk(chunk) => chunk.encoded_len(),
+        ToWorker::Stop => 0,
+    }
+}
+
+/// Bytes of a message to the master, likewise.
+fn from_worker_len<T: Message, R: Message>(message: &FromWorker<T, R>) -> usize {
+    1 + match message {
+        FromWorker::Ready { error } | FromWorker::Finished { error } => {
+            1 + error.as_ref().map_or(0, |e| 8 + e.len())
+        }
+        FromWorker::Done(done) => done.encoded_len(),
+        FromWorker::Failed(failed) => 16 + failed.tasks.encoded_len() + failed.message.len(),
     }
 }
 

@@ -7,6 +7,7 @@
 pub(crate) mod local;
 #[cfg(feature = "mpi")]
 pub(crate) mod mpi;
+mod wire;
 
 use crate::clock::Instant;
 use std::sync::Arc;
