@@ -5,7 +5,10 @@ use clap::Parser;
 use crate::agree::{Agreed, SameResult, SameShared, SameTask};
 use crate::app::{Master, Worker, WorkerSetup};
 use crate::config::{BackendChoice, RunArgs, RunConfig};
-use crate::engine::{master::run_master, worker::serve};
+use crate::engine::{
+    master::{guarded, run_master},
+    worker::serve,
+};
 use crate::error::{Error, Result};
 use crate::metrics::RunMetrics;
 use crate::summary;
@@ -219,8 +222,11 @@ where
                 .spawn_scoped(scope, move || serve(worker, &setup, &config.load, &mut end))
                 .map_err(|e| Error::backend(format!("cannot start worker thread {index}: {e}")))?;
         }
-        let mut master = master();
-        run_master(&mut master, &mut link, config, &app_name())
+        let outcome = guarded(|| run_master(&mut master(), &mut link, config, &app_name()));
+        // Closing the channels is what tells the workers to stop when the master panicked
+        // midway: each sees its inbox closed and returns, and the scope can join them.
+        drop(link);
+        outcome
     })
 }
 

@@ -1,6 +1,7 @@
 //! The master's iteration loop: partition, hand out chunks by self-scheduling, recover every
 //! result exactly once, re-run the chunks of failed workers.
 
+use std::cell::Cell;
 use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Duration;
@@ -73,9 +74,10 @@ where
     engine.control = None;
     let shutdown = engine.shutdown();
     engine.progress.finish();
-    let outcome = outcome
-        .and(shutdown)
-        .and_then(|()| engine.master.final_work());
+    let outcome = outcome.and(shutdown).and_then(|()| {
+        entering("final_work");
+        engine.master.final_work()
+    });
     engine.metrics.total_ms = ms(clock::since(started));
     // The trace is written even when the run failed: that is when it is most wanted.
     let traced = engine.write_trace(outcome.is_ok());
@@ -185,7 +187,9 @@ where
             tunables: self.tunables.clone(),
             iterations: None,
         };
+        entering("initialize");
         let master_init = self.master.initialize(&mut setup);
+        entering(RUNTIME);
         self.progress.expect_iterations(setup.iterations);
         let mut errors = Vec::new();
         for _ in 0..pool {
@@ -251,7 +255,9 @@ where
     fn iteration(&mut self, it: &Iteration) -> Result<Option<Flow>> {
         let started = clock::now();
         self.trace.iteration_begins(it.index);
+        entering("partition");
         let work = self.master.partition(it);
+        entering(RUNTIME);
         let partitioned = clock::since(started);
         self.trace.master(started, MasterWork::Partition);
         if work.tasks.is_empty() {
@@ -360,7 +366,9 @@ where
         self.tuner.close_midway(end, it.index, &self.tunables);
         round.tuning += clock::since(closing);
         let closing = clock::now();
+        entering("end_iteration");
         let flow = self.master.end_iteration(it);
+        entering(RUNTIME);
         round.probe.serial += clock::since(closing);
         self.trace.master(closing, MasterWork::EndIteration);
         let elapsed = clock::since(started);
@@ -653,9 +661,11 @@ where
         self.policy.chunk_done(worker, flight.len, busy);
         let recovering = self.trace.mark();
         let mut results = done.results;
+        entering("recover");
         for (offset, result) in results.drain(..).enumerate() {
             self.master.recover(TaskId(flight.first + offset), result);
         }
+        entering(RUNTIME);
         self.link.reuse_results(results);
         let now = clock::now();
         round.probe.recover += now.saturating_duration_since(at);
@@ -862,6 +872,33 @@ where
         }
         first_error.map_or(Ok(()), Err)
     }
+}
+
+thread_local! {
+    /// The master's hook running on this thread: what a panic of the master is reported in.
+    static HOOK: Cell<&'static str> = const { Cell::new("the master's constructor") };
+}
+
+/// What a panic outside the hooks is reported in.
+const RUNTIME: &str = "the runtime's master loop";
+
+/// `hook` of the master is about to run.
+fn entering(hook: &'static str) {
+    HOOK.with(|h| h.set(hook));
+}
+
+/// Runs the master's side of a run, `run`, turning a panic of the master's code into
+/// [`ErrorKind::MasterPanicked`] naming the hook it came from, so that the caller can stop the
+/// workers instead of leaving them waiting.
+pub(crate) fn guarded<T>(run: impl FnOnce() -> Result<T>) -> Result<T> {
+    entering("the master's constructor");
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(run)).unwrap_or_else(|panic| {
+        Err(ErrorKind::MasterPanicked {
+            hook: HOOK.with(Cell::get),
+            message: super::worker::panic_message(&*panic),
+        }
+        .into())
+    })
 }
 
 /// Checkpoints per iteration: the tuner may look after every tenth of the tasks.
