@@ -154,6 +154,18 @@ struct Round<M: Master> {
 }
 
 impl<M: Master> Round<M> {
+    /// The iteration's progress at `at`, for the tuner.
+    fn span(&self, at: Instant) -> Span {
+        let (tasks, busy_ms, answers) = self.probe.done();
+        Span {
+            ms: ms(at.saturating_duration_since(self.started)),
+            tasks,
+            busy_ms,
+            answers,
+            workers: self.workers,
+        }
+    }
+
     /// Whether `worker` is healthy, takes no part and holds nothing: one taken out midway may
     /// still be answering its chunks, and under `sync` a send to it would wait for that answer
     /// while it waits for the master to take it.
@@ -355,14 +367,7 @@ where
         }
 
         let closing = clock::now();
-        let (done, busy_ms, answers) = round.probe.done();
-        let end = Span {
-            ms: ms(closing.saturating_duration_since(started)),
-            tasks: done,
-            busy_ms,
-            answers,
-            workers: round.workers,
-        };
+        let end = round.span(closing);
         self.tuner.close_midway(end, it.index, &self.tunables);
         round.tuning += clock::since(closing);
         let closing = clock::now();
@@ -412,15 +417,9 @@ where
     /// taken out get no more, and the policy plans the tasks not yet cut anew.
     fn look(&mut self, round: &mut Round<M>, tasks: usize) -> Result<()> {
         let looking = clock::now();
-        let (done, busy_ms, answers) = round.probe.done();
+        let span = round.span(looking);
+        let done = span.tasks;
         round.next_look = Some(done + round.look_every).filter(|&at| at < tasks as u64);
-        let span = Span {
-            ms: ms(looking.saturating_duration_since(round.started)),
-            tasks: done,
-            busy_ms,
-            answers,
-            workers: round.workers,
-        };
         let asked = self.tuner.wants_look(round.probe.worker_tasks()) && {
             let so_far = round.probe.observe_so_far(Facts {
                 index: round.index,
