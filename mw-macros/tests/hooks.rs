@@ -279,3 +279,58 @@ fn inherent_methods_stay_callable() {
     Master::recover(&mut fire, TaskId(1), 0.5);
     assert_eq!(fire.total(), 3.0);
 }
+
+/// A sweep of 1..=1000 streamed by `more_tasks` from an iterator: `partition` only opens the
+/// one iteration.
+struct Sweep {
+    points: std::ops::RangeInclusive<u32>,
+    asked: usize,
+    sum: u64,
+}
+
+#[mw::master]
+impl Sweep {
+    fn partition(&mut self, _iteration: &Iteration) -> Work<(), u32> {
+        Work::tasks(Vec::new())
+    }
+
+    fn more_tasks(&mut self, _iteration: &Iteration, room: usize) -> Vec<u32> {
+        self.asked += 1;
+        self.points.by_ref().take(room).collect()
+    }
+
+    fn recover(&mut self, _task: TaskId, square: u64) {
+        self.sum += square;
+    }
+
+    fn final_work(&mut self) -> mw::Result<()> {
+        let expected = 1000 * 1001 * 2001 / 6;
+        if self.sum != expected || self.asked < 2 {
+            return Err(format!(
+                "sum {} in {} calls, expected {expected}",
+                self.sum, self.asked
+            )
+            .into());
+        }
+        Ok(())
+    }
+}
+
+struct Squarer;
+
+#[mw::worker]
+impl Squarer {
+    fn do_work(&mut self, _shared: &(), n: &u32) -> u64 {
+        u64::from(*n) * u64::from(*n)
+    }
+}
+
+#[test]
+fn more_tasks_streams_through_the_macro() {
+    let sweep = || Sweep {
+        points: 1..=1000,
+        asked: 0,
+        sum: 0,
+    };
+    mw::run_with(&local(3), sweep, || Squarer).expect("every square summed");
+}

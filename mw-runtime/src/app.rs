@@ -12,7 +12,11 @@ use crate::tunables::TunablesHandle;
 /// The runtime calls [`partition`](Master::partition) at the start of every iteration, hands the
 /// tasks out to the workers in chunks (the policy decides their sizes), calls
 /// [`recover`](Master::recover) once per task with its result, then
-/// [`end_iteration`](Master::end_iteration). An empty task list ends the run.
+/// [`end_iteration`](Master::end_iteration). An iteration with no tasks ends the run.
+///
+/// Tasks need not be known when the iteration starts: [`more_tasks`](Master::more_tasks)
+/// streams them in while it runs (a sweep too large to hold, or tasks made from results, as in
+/// adaptive refinement or branch and bound).
 pub trait Master {
     /// One unit of work, sent to a worker inside a chunk.
     type Task: Message + Send + 'static;
@@ -30,8 +34,24 @@ pub trait Master {
         Ok(())
     }
 
-    /// This iteration's shared data and tasks (`_M_Partition`). No tasks ends the run.
+    /// This iteration's shared data and tasks (`_M_Partition`). An iteration with no tasks, from
+    /// here or from [`more_tasks`](Master::more_tasks), ends the run.
     fn partition(&mut self, iteration: &Iteration) -> Work<Self::Shared, Self::Task>;
+
+    /// More tasks for the iteration under way, at most `room` of them: called when the
+    /// iteration starts and whenever the tasks not yet handed out fall below the stream's
+    /// window ([`Setup::stream_ahead`]), so that memory holds the window and the tasks at the
+    /// workers, never the whole stream. Return none when there are none *now*: tasks made from
+    /// results can come later, since the hook is asked again after every answer. The iteration
+    /// ends when every task was answered and this returns none.
+    ///
+    /// Streamed tasks are numbered after those of `partition`, in the order they are returned:
+    /// the first one returned here in an iteration whose `partition` gave 10 tasks is
+    /// `TaskId(10)`. More than `room` tasks are accepted, at the cost of memory.
+    fn more_tasks(&mut self, iteration: &Iteration, room: usize) -> Vec<Self::Task> {
+        let _ = (iteration, room);
+        Vec::new()
+    }
 
     /// The result of task `task` of the current iteration (`_M_Recover`); called exactly once per
     /// task, in the order results arrive.
@@ -130,7 +150,8 @@ pub enum Flow {
     Stop,
 }
 
-/// Identifies a task within its iteration: its index in the `Vec` that `partition` returned.
+/// Identifies a task within its iteration: its index in the `Vec` that `partition` returned,
+/// then on through the tasks of [`Master::more_tasks`] in the order they were returned.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct TaskId(pub usize);
 
@@ -169,6 +190,8 @@ pub struct Setup {
     pub(crate) tunables: TunablesHandle,
     /// Iterations the master expects to run, for the progress line.
     pub(crate) iterations: Option<usize>,
+    /// Tasks streamed ahead of the workers ([`Master::more_tasks`]).
+    pub(crate) stream_ahead: usize,
 }
 
 impl Setup {
@@ -198,6 +221,14 @@ impl Setup {
     /// Only a hint: the run still ends when `partition` returns no tasks.
     pub fn expect_iterations(&mut self, iterations: usize) {
         self.iterations = Some(iterations);
+    }
+
+    /// How many tasks [`Master::more_tasks`] is asked to keep ready ahead of the workers (at
+    /// least 1; by default 64 per worker of the pool). The policy cuts chunks from this window
+    /// as it would from an iteration's remaining tasks, so the window bounds chunk sizes too:
+    /// raise it for tasks of microseconds, whose chunks must be large to pay for a message.
+    pub fn stream_ahead(&mut self, tasks: usize) {
+        self.stream_ahead = tasks.max(1);
     }
 }
 

@@ -43,11 +43,15 @@ pub enum ErrorKind {
     },
     /// An error returned by one of the application's hooks.
     App(Box<dyn std::error::Error + Send + Sync>),
-    /// The master's code panicked: `hook` names where (`partition`, `recover`,
-    /// `end_iteration`, `initialize`, `final_work`, or the master's constructor), `message` is
-    /// the panic's. The workers were told to stop; the run ends with this error instead of
-    /// waiting for a master that is gone.
-    MasterPanicked { hook: &'static str, message: String },
+    /// The master's code panicked: `hook` names where (`partition`, `more_tasks`, `recover`,
+    /// `end_iteration`, `initialize`, `final_work`, or the master's constructor), `iteration`
+    /// in which iteration if inside one, `message` is the panic's. The workers were told to
+    /// stop; the run ends with this error instead of waiting for a master that is gone.
+    MasterPanicked {
+        hook: &'static str,
+        iteration: Option<usize>,
+        message: String,
+    },
 }
 
 impl Error {
@@ -141,11 +145,21 @@ impl fmt::Display for Error {
                 write!(f, "cannot write `{}`: {source}", path.display())
             }
             ErrorKind::App(e) => write!(f, "{e}"),
-            ErrorKind::MasterPanicked { hook, message } => write!(
-                f,
-                "the master panicked in `{hook}`: {message}\nhelp: the workers were stopped; \
-                 the results recovered so far are in the master's state, no further ones"
-            ),
+            ErrorKind::MasterPanicked {
+                hook,
+                iteration,
+                message,
+            } => {
+                write!(f, "the master panicked in `{hook}`")?;
+                if let Some(index) = iteration {
+                    write!(f, " in iteration {index}")?;
+                }
+                write!(
+                    f,
+                    ": {message}\nhelp: the workers were stopped; the results recovered so far \
+                     are in the master's state, no further ones"
+                )
+            }
         }
     }
 }

@@ -115,6 +115,13 @@ impl Progress {
         }
     }
 
+    /// A stream added `tasks` to the current iteration.
+    pub(crate) fn tasks_added(&mut self, tasks: usize) {
+        if let Some(line) = &mut self.line {
+            line.tasks += tasks;
+        }
+    }
+
     /// The current iteration ended.
     pub(crate) fn iteration_ends(&mut self) {
         if let Some(line) = &mut self.line {

@@ -20,7 +20,7 @@ fn watchdog() {
     });
 }
 
-/// Panics in `hook` during iteration 1.
+/// Panics in `hook` during iteration 1 (`recover`: on task 10 of iteration 0).
 struct Fragile {
     hook: &'static str,
 }
@@ -40,6 +40,14 @@ impl Master for Fragile {
         } else {
             Vec::new()
         })
+    }
+
+    fn more_tasks(&mut self, it: &Iteration, _room: usize) -> Vec<u32> {
+        assert!(
+            !(self.hook == "more_tasks" && it.index == 1),
+            "more_tasks breaks on purpose"
+        );
+        Vec::new()
     }
 
     fn recover(&mut self, task: TaskId, _: u32) {
@@ -87,7 +95,7 @@ fn config(protocol: Protocol) -> RunConfig {
 #[test]
 fn a_panic_in_a_hook_ends_the_run_naming_the_hook() {
     watchdog();
-    for hook in ["partition", "recover", "end_iteration"] {
+    for hook in ["partition", "more_tasks", "recover", "end_iteration"] {
         for protocol in [Protocol::Async, Protocol::Sync] {
             let started = Instant::now();
             let err =
@@ -96,14 +104,19 @@ fn a_panic_in_a_hook_ends_the_run_naming_the_hook() {
             match err.kind() {
                 ErrorKind::MasterPanicked {
                     hook: named,
+                    iteration,
                     message,
                 } => {
                     assert_eq!(*named, hook);
+                    // `recover` breaks on the first iteration's task 10, the others in the second.
+                    let expected = if hook == "recover" { 0 } else { 1 };
+                    assert_eq!(*iteration, Some(expected), "{hook}");
                     assert!(message.contains("on purpose"), "{message}");
                 }
                 other => panic!("{hook}: {other:?}"),
             }
-            assert!(err.to_string().contains(&format!("`{hook}`")), "{err}");
+            let said = err.to_string();
+            assert!(said.contains(&format!("`{hook}` in iteration ")), "{said}");
             eprintln!(
                 "{hook} ({protocol}): ended {:?} after the start",
                 started.elapsed()
@@ -126,6 +139,7 @@ fn a_panic_in_the_masters_constructor_is_reported_too() {
             err.kind(),
             ErrorKind::MasterPanicked {
                 hook: "the master's constructor",
+                iteration: None,
                 ..
             }
         ),

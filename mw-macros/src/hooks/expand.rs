@@ -79,6 +79,19 @@ pub(crate) fn trait_impl(
                         }
                     },
                 }),
+                hooks.get("more_tasks").map(|c| {
+                    let m = c.method();
+                    let call = call(m, &[param(m, 0, "iteration"), param(m, 1, "room")]);
+                    quote! {
+                        fn more_tasks(
+                            &mut self,
+                            iteration: &#p::Iteration,
+                            room: usize,
+                        ) -> ::std::vec::Vec<Self::Task> {
+                            #call
+                        }
+                    }
+                }),
                 hooks.get("end_iteration").map(|c| {
                     let call = call(c.method(), &[param(c.method(), 0, "iteration")]);
                     quote! {

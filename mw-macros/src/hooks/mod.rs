@@ -41,6 +41,11 @@ const MASTER_HOOKS: &[Hook] = &[
         signature: "fn partition(&mut self, iteration: &{mw}::Iteration) -> {mw}::Work<Shared, Task>",
     },
     Hook {
+        name: "more_tasks",
+        required: false,
+        signature: "fn more_tasks(&mut self, iteration: &{mw}::Iteration, room: usize) -> Vec<Task>",
+    },
+    Hook {
         name: "recover",
         required: true,
         signature: "fn recover(&mut self, task: {mw}::TaskId, result: Result)",

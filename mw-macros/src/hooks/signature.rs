@@ -11,7 +11,7 @@ use crate::runtime_path::RuntimePath;
 
 /// A hook method whose signature is right, with what it tells about the message types.
 pub(crate) enum Checked<'a> {
-    /// `initialize`, `end_iteration`, `final_work`: nothing to learn.
+    /// `initialize`, `more_tasks`, `end_iteration`, `final_work`: nothing to learn.
     Plain { method: &'a ImplItemFn },
     /// `partition(&mut self, &Iteration) -> Work<Shared, Task>`.
     Partition {
@@ -177,7 +177,7 @@ fn check<'a>(
     }
     let arity = match (role, hook.name) {
         (_, "final_work") => 0,
-        (Role::Master, "recover") | (Role::Worker, "do_work") => 2,
+        (Role::Master, "recover" | "more_tasks") | (Role::Worker, "do_work") => 2,
         _ => 1,
     };
     if params.len() != arity {
@@ -256,6 +256,28 @@ fn check<'a>(
                 }
             }
         }
+        (Role::Master, "more_tasks") => {
+            if !refers_to(&params[0].ty, false, "Iteration") {
+                fail(
+                    cx,
+                    &params[0].ty,
+                    "its first parameter must be `&Iteration`",
+                );
+            }
+            if !is_named(&params[1].ty, "usize") {
+                fail(
+                    cx,
+                    &params[1].ty,
+                    "its second parameter must be `usize`, the room left",
+                );
+            }
+            match ret {
+                Some(ty) if is_vec(ty) => {}
+                Some(ty) => fail(cx, ty, "it must return `Vec<Task>`"),
+                None => fail(cx, &sig.ident, "it must return `Vec<Task>`"),
+            }
+            Checked::Plain { method }
+        }
         (Role::Master, "recover") => {
             if !is_named(&params[0].ty, "TaskId") {
                 fail(cx, &params[0].ty, "its first parameter must be `TaskId`");
@@ -331,6 +353,21 @@ fn is_named(ty: &Type, name: &str) -> bool {
             .is_some_and(|s| s.ident == name && matches!(s.arguments, syn::PathArguments::None)),
         Type::Group(group) => is_named(&group.elem, name),
         Type::Paren(paren) => is_named(&paren.elem, name),
+        _ => false,
+    }
+}
+
+/// Whether `ty` is a path ending in `Vec` with one generic argument.
+fn is_vec(ty: &Type) -> bool {
+    match ty {
+        Type::Path(path) if path.qself.is_none() => {
+            path.path.segments.last().is_some_and(|s| {
+                s.ident == "Vec"
+                    && matches!(&s.arguments, syn::PathArguments::AngleBracketed(a) if a.args.len() == 1)
+            })
+        }
+        Type::Group(group) => is_vec(&group.elem),
+        Type::Paren(paren) => is_vec(&paren.elem),
         _ => false,
     }
 }

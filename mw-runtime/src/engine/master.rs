@@ -64,6 +64,7 @@ where
             None => Trace::off(),
         },
         progress: Progress::new(config.quiet),
+        stream_ahead: STREAM_AHEAD * pool,
     };
     engine.metrics.backend = engine.link.backend().to_owned();
     let outcome = engine
@@ -104,6 +105,8 @@ struct Engine<'a, M: Master, L> {
     trace: Trace,
     /// The progress line on a terminal.
     progress: Progress,
+    /// Tasks of a stream kept ready ahead of the workers ([`Master::more_tasks`]).
+    stream_ahead: usize,
 }
 
 /// A chunk out at a worker.
@@ -117,9 +120,12 @@ struct InFlight {
 struct Round<M: Master> {
     index: usize,
     shared: Arc<M::Shared>,
-    tasks: std::vec::IntoIter<M::Task>,
-    /// Tasks not yet cut into chunks.
-    uncut: usize,
+    /// Tasks not yet cut into chunks, in task order.
+    uncut: VecDeque<M::Task>,
+    /// Tasks of the iteration so far: from `partition`, then streamed by `more_tasks`.
+    produced: usize,
+    /// Whether `more_tasks` added any: the iteration's length was not known at its start.
+    streamed: bool,
     next_task: usize,
     /// Chunks of failed workers, to hand out before new ones.
     retry: VecDeque<(usize, Vec<M::Task>)>,
@@ -166,6 +172,17 @@ impl<M: Master> Round<M> {
         }
     }
 
+    /// The tasks the tuner may count on after the `done` answered: of a stream, whose length is
+    /// unknown, as many again as were done (and at least those produced but not answered).
+    fn remaining(&self, done: u64) -> usize {
+        let left = self.produced.saturating_sub(done as usize);
+        if self.streamed {
+            left.max(done as usize)
+        } else {
+            left
+        }
+    }
+
     /// Whether `worker` is healthy, takes no part and holds nothing: one taken out midway may
     /// still be answering its chunks, and under `sync` a send to it would wait for that answer
     /// while it waits for the master to take it.
@@ -198,11 +215,13 @@ where
             protocol: self.config.protocol,
             tunables: self.tunables.clone(),
             iterations: None,
+            stream_ahead: self.stream_ahead,
         };
         entering("initialize");
         let master_init = self.master.initialize(&mut setup);
         entering(RUNTIME);
         self.progress.expect_iterations(setup.iterations);
+        self.stream_ahead = setup.stream_ahead;
         let mut errors = Vec::new();
         for _ in 0..pool {
             match self.link.recv()? {
@@ -263,20 +282,24 @@ where
         Ok(())
     }
 
-    /// Runs one iteration; `None` when `partition` returned no tasks.
+    /// Runs one iteration; `None` when it had no tasks.
     fn iteration(&mut self, it: &Iteration) -> Result<Option<Flow>> {
         let started = clock::now();
         self.trace.iteration_begins(it.index);
+        ITERATION.with(|i| i.set(Some(it.index)));
         entering("partition");
         let work = self.master.partition(it);
+        let mut uncut = VecDeque::from(work.tasks);
+        let streamed = self.stream_into(&mut uncut, it);
         entering(RUNTIME);
         let partitioned = clock::since(started);
         self.trace.master(started, MasterWork::Partition);
-        if work.tasks.is_empty() {
+        if uncut.is_empty() {
             return Ok(None);
         }
         let pool = self.link.pool();
-        let tasks = work.tasks.len();
+        // Known at the start: all of them, or of a stream, the first window.
+        let tasks = uncut.len();
         self.progress.iteration_begins(it, tasks);
         let shared_bytes = work.shared.encoded_len() as u64;
         let mut probe = Probe::new(pool, shared_bytes);
@@ -287,8 +310,9 @@ where
         let mut round = Round::<M> {
             index: it.index,
             shared: Arc::new(work.shared),
-            tasks: work.tasks.into_iter(),
-            uncut: tasks,
+            uncut,
+            produced: tasks,
+            streamed,
             next_task: 0,
             retry: VecDeque::new(),
             in_flight: (0..pool).map(|_| VecDeque::new()).collect(),
@@ -337,8 +361,7 @@ where
         let predicted = self.tuner.predict(tasks, chosen.len());
         round.tuning += clock::since(predicting);
 
-        let mut outstanding = tasks;
-        while outstanding > 0 {
+        while round.done < round.produced as u64 {
             let waiting = self.trace.mark();
             let (worker, message) = self.link.recv()?;
             let at = clock::now();
@@ -346,11 +369,12 @@ where
             match (worker, message) {
                 (worker, FromWorker::Done(done)) => {
                     let (recovered, now) = self.recover(&mut round, worker, done, at)?;
-                    outstanding -= recovered;
                     round.done += recovered as u64;
                     self.progress.tasks_done(recovered);
-                    if round.next_look.is_some_and(|at| round.done >= at) && outstanding > 0 {
-                        self.look(&mut round, tasks)?;
+                    self.stream(&mut round, it)?;
+                    let unanswered = round.done < round.produced as u64;
+                    if round.next_look.is_some_and(|at| round.done >= at) && unanswered {
+                        self.look(&mut round)?;
                     }
                     self.supply(&mut round, worker, now)?;
                 }
@@ -377,7 +401,10 @@ where
         round.probe.serial += clock::since(closing);
         self.trace.master(closing, MasterWork::EndIteration);
         let elapsed = clock::since(started);
-        self.record(it, round, tasks, elapsed, predicted);
+        // A prediction for the tasks known at the start says nothing of a longer stream.
+        let predicted = predicted.filter(|_| !round.streamed);
+        self.record(it, round, elapsed, predicted);
+        ITERATION.with(|i| i.set(None));
         self.trace.iteration_ends(it.index, started);
         self.progress.iteration_ends();
         Ok(Some(flow))
@@ -400,10 +427,44 @@ where
         }
     }
 
+    /// Tops `uncut` up to the stream's window from [`Master::more_tasks`]; whether it added any.
+    /// The caller says when the hook is over.
+    fn stream_into(&mut self, uncut: &mut VecDeque<M::Task>, it: &Iteration) -> bool {
+        let room = self.stream_ahead.saturating_sub(uncut.len());
+        if room == 0 {
+            return false;
+        }
+        entering("more_tasks");
+        let more = self.master.more_tasks(it, room);
+        let added = !more.is_empty();
+        uncut.extend(more);
+        added
+    }
+
+    /// Asks the master for more tasks while the iteration runs (after an answer, whose result
+    /// may have made some); new ones are planned and go to workers left idle.
+    fn stream(&mut self, round: &mut Round<M>, it: &Iteration) -> Result<()> {
+        let before = round.uncut.len();
+        let added = self.stream_into(&mut round.uncut, it);
+        entering(RUNTIME);
+        if !added {
+            return Ok(());
+        }
+        let new = round.uncut.len() - before;
+        round.produced += new;
+        round.streamed = true;
+        self.progress.tasks_added(new);
+        if round.planned {
+            self.plan(round);
+            self.wake_idle(round)?;
+        }
+        Ok(())
+    }
+
     /// Lets the policy plan the tasks not yet cut, for the workers and factor in force.
     fn plan(&mut self, round: &mut Round<M>) {
         self.policy.begin(&Plan {
-            tasks: round.uncut,
+            tasks: round.uncut.len(),
             workers: round.workers,
             factor: round.factor,
             min_chunk: self.config.min_chunk,
@@ -415,11 +476,12 @@ where
     /// A checkpoint inside the iteration: the tuner looks at the tasks answered so far and may
     /// change `nworkers` or `factor` at once: new workers get the shared part and chunks, workers
     /// taken out get no more, and the policy plans the tasks not yet cut anew.
-    fn look(&mut self, round: &mut Round<M>, tasks: usize) -> Result<()> {
+    fn look(&mut self, round: &mut Round<M>) -> Result<()> {
         let looking = clock::now();
         let span = round.span(looking);
         let done = span.tasks;
-        round.next_look = Some(done + round.look_every).filter(|&at| at < tasks as u64);
+        let remaining = round.remaining(done);
+        round.next_look = Some(done + round.look_every).filter(|_| remaining > 0);
         let asked = self.tuner.wants_look(round.probe.worker_tasks()) && {
             let so_far = round.probe.observe_so_far(Facts {
                 index: round.index,
@@ -435,7 +497,7 @@ where
             self.tuner.checkpoint(
                 &so_far,
                 span,
-                tasks - done as usize,
+                remaining,
                 round.look_every,
                 &self.tunables.current(),
                 healthy,
@@ -450,7 +512,11 @@ where
         if !round.planned {
             self.plan(round);
         }
-        // Workers left waiting (by the probe, or with nothing left to cut) get chunks now.
+        self.wake_idle(round)
+    }
+
+    /// Workers left waiting (by the probe, or with nothing left to cut) get chunks now.
+    fn wake_idle(&mut self, round: &mut Round<M>) -> Result<()> {
         while let Some(worker) = round.idle.pop() {
             if !self.dispatch(round, worker, clock::now())? {
                 round.idle.push(worker);
@@ -559,7 +625,7 @@ where
             let held = &round.in_flight[worker];
             let last = held.back().map_or(0, |f| f.len);
             if !round.retry.is_empty()
-                || !policy::sends_ahead(held.len(), last, depth, round.workers, round.uncut)
+                || !policy::sends_ahead(held.len(), last, depth, round.workers, round.uncut.len())
                 || !self.dispatch(round, worker, now)?
             {
                 return Ok(());
@@ -573,7 +639,8 @@ where
     fn dispatch(&mut self, round: &mut Round<M>, worker: usize, now: Instant) -> Result<bool> {
         let (first, tasks) = if let Some(retry) = round.retry.pop_front() {
             retry
-        } else if round.uncut > 0 {
+        } else if !round.uncut.is_empty() {
+            let uncut = round.uncut.len();
             let size = if round.probe_left > 0 {
                 round.probe_left -= 1;
                 1
@@ -583,17 +650,16 @@ where
             } else {
                 let ask = Ask {
                     worker,
-                    remaining: round.uncut,
+                    remaining: uncut,
                     stats: &self.stats,
                 };
-                self.policy.next_chunk(&ask).clamp(1, round.uncut)
+                self.policy.next_chunk(&ask).clamp(1, uncut)
             };
             let first = round.next_task;
             round.next_task += size;
-            round.uncut -= size;
             round.chunk_sizes.push(size);
             let mut tasks = self.link.spare_tasks();
-            tasks.extend(round.tasks.by_ref().take(size));
+            tasks.extend(round.uncut.drain(..size));
             (first, tasks)
         } else {
             return Ok(false);
@@ -757,10 +823,10 @@ where
         &mut self,
         it: &Iteration,
         round: Round<M>,
-        tasks: usize,
         elapsed: Duration,
         predicted_ms: Option<f64>,
     ) {
+        let tasks = round.produced;
         let facts = Facts {
             index: it.index,
             workers: it.workers,
@@ -876,6 +942,8 @@ where
 thread_local! {
     /// The master's hook running on this thread: what a panic of the master is reported in.
     static HOOK: Cell<&'static str> = const { Cell::new("the master's constructor") };
+    /// The iteration the master is in, if any, for the same report.
+    static ITERATION: Cell<Option<usize>> = const { Cell::new(None) };
 }
 
 /// What a panic outside the hooks is reported in.
@@ -891,9 +959,11 @@ fn entering(hook: &'static str) {
 /// workers instead of leaving them waiting.
 pub(crate) fn guarded<T>(run: impl FnOnce() -> Result<T>) -> Result<T> {
     entering("the master's constructor");
+    ITERATION.with(|i| i.set(None));
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(run)).unwrap_or_else(|panic| {
         Err(ErrorKind::MasterPanicked {
             hook: HOOK.with(Cell::get),
+            iteration: ITERATION.with(Cell::get),
             message: super::worker::panic_message(&*panic),
         }
         .into())
@@ -902,6 +972,8 @@ pub(crate) fn guarded<T>(run: impl FnOnce() -> Result<T>) -> Result<T> {
 
 /// Checkpoints per iteration: the tuner may look after every tenth of the tasks.
 const LOOKS: u64 = 10;
+/// Tasks of a stream kept ready per worker of the pool, unless the master says otherwise.
+const STREAM_AHEAD: usize = 64;
 /// Tasks measured one at a time at the start of a run before the pool is sized (at least two
 /// per worker taking part).
 const PROBE_TASKS: usize = 8;
