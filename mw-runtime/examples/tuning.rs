@@ -12,7 +12,11 @@
 //! its result, so moving them costs real memory work. Every worker taking part in an iteration
 //! first digests the shared part (`--shared-bytes`), as a worker decoding broadcast data would.
 //! `--change-at I` multiplies the task time by `--change-mean` and the bytes by
-//! `--change-bytes` from iteration `I` on.
+//! `--change-bytes` from iteration `I` on. With `--stream` the master produces the same tasks
+//! through `more_tasks`, a window at a time, instead of all at once in `partition`:
+//!
+//!     cargo run --release -p mw-runtime --example tuning -- --iterations 1 --tasks 4000 \
+//!         --mean-ms 2 --max-workers 16 --sweep 16 --stream --repeat 6
 
 use std::time::{Duration, Instant};
 
@@ -84,6 +88,10 @@ struct Args {
     /// Print every iteration of the tuned run
     #[arg(long)]
     verbose: bool,
+    /// Stream each iteration's tasks through `more_tasks` instead of returning them from
+    /// `partition`
+    #[arg(long)]
+    stream: bool,
     /// Then run the best fixed count and the tuned run this many more times, alternating, and
     /// print the median ratio with its range
     #[arg(long, default_value_t = 0)]
@@ -117,6 +125,10 @@ struct Load {
     args: Args,
     state: u64,
     checksum: u64,
+    /// The current iteration's tasks not yet made.
+    unmade: std::ops::Range<usize>,
+    /// Their mean sleep (µs), bytes out and bytes back.
+    shape: (f64, usize, u32),
 }
 
 impl Load {
@@ -132,6 +144,25 @@ impl Load {
         let (u, v) = (self.uniform().max(1e-12), self.uniform());
         (-2.0 * u.ln()).sqrt() * (std::f64::consts::TAU * v).cos()
     }
+
+    /// Up to `count` of the iteration's tasks not yet made.
+    fn make(&mut self, count: usize) -> Vec<Task> {
+        let (mean_us, task_bytes, result_len) = self.shape;
+        let first = self.unmade.start;
+        let end = self.unmade.end.min(first + count);
+        self.unmade.start = end;
+        (first..end)
+            .map(|i| {
+                let us = (mean_us * (1.0 + self.args.sd * self.normal())).max(0.0);
+                Task {
+                    index: i as u32,
+                    sleep_us: us as u32,
+                    result_len,
+                    data: vec![(i % 251) as u8; task_bytes],
+                }
+            })
+            .collect()
+    }
 }
 
 impl Master for Load {
@@ -144,22 +175,23 @@ impl Master for Load {
             return Work::new(Vec::new(), Vec::new());
         }
         let (time, bytes) = phase(&self.args, it.index);
-        let mean_us = self.args.mean_ms * 1e3 * time;
-        let task_bytes = (self.args.task_bytes as f64 * bytes) as usize;
-        let result_len = (self.args.result_bytes as f64 * bytes) as u32;
+        self.shape = (
+            self.args.mean_ms * 1e3 * time,
+            (self.args.task_bytes as f64 * bytes) as usize,
+            (self.args.result_bytes as f64 * bytes) as u32,
+        );
+        self.unmade = 0..self.args.tasks;
         let shared = vec![it.index as u8; (self.args.shared_bytes as f64 * bytes) as usize];
-        let tasks = (0..self.args.tasks)
-            .map(|i| {
-                let us = (mean_us * (1.0 + self.args.sd * self.normal())).max(0.0);
-                Task {
-                    index: i as u32,
-                    sleep_us: us as u32,
-                    result_len,
-                    data: vec![(i % 251) as u8; task_bytes],
-                }
-            })
-            .collect();
+        let tasks = if self.args.stream {
+            Vec::new()
+        } else {
+            self.make(self.args.tasks)
+        };
         Work::new(shared, tasks)
+    }
+
+    fn more_tasks(&mut self, _it: &Iteration, room: usize) -> Vec<Task> {
+        self.make(room)
     }
 
     fn recover(&mut self, task: TaskId, answer: Answer) {
@@ -224,6 +256,8 @@ fn run(
         args: args.clone(),
         state: args.seed,
         checksum: 0,
+        unmade: 0..0,
+        shape: (0.0, 0, 0),
     };
     let worker = Sleeper::default;
     let report = mw_runtime::run_config(&config, master, worker).expect("the run completes");
@@ -251,10 +285,11 @@ fn main() {
         }
     };
     report(format!(
-        "workload: {} iterations of {} tasks, sleep {} ms ± {:.0}%, {} B out / {} B back per \
+        "workload: {} iterations of {} tasks{}, sleep {} ms ± {:.0}%, {} B out / {} B back per \
          task, shared {} B, policy {}, {}, load {}{}",
         args.iterations,
         args.tasks,
+        if args.stream { " (streamed)" } else { "" },
         args.mean_ms,
         args.sd * 100.0,
         args.task_bytes,
