@@ -32,6 +32,10 @@ Give the messages as Rust: --in is the task a worker receives, --out the result 
 optionally followed by the helper types it uses. With none of them, the blank template starts
 from a small example that sums squares and checks the answer.
 
+The sweep template takes the same flags for a job that is one bag of tasks (a parameter sweep, a
+Monte Carlo run): its master makes the tasks as the workers need them (the `more_tasks` hook),
+so the bag need not fit in memory, and the tuner sizes the pool while the bag empties.
+
 The templates nbody, xfire and synthetic are the examples of the mwgen repository, complete
 programs with message types of their own (so they take no message flags): a project made from
 one of them is that example under the name you give, ready to change.
@@ -41,6 +45,7 @@ Examples:
   mwgen new fire --in 'struct Segment { first: u32, points: Vec<[f64; 2]> }' \\
                  --out 'struct Advanced { first: u32, points: Vec<[f64; 2]> }'
   mwgen new fire --structs messages.rs      # types marked #[mw(task)], #[mw(result)]
+  mwgen new scan --template sweep --in 'struct Point { x: f64 }' --out 'struct Value { v: f64 }'
   mwgen new gravity --template nbody        # the N-Body example, to change";
 
 /// Arguments of `mwgen new`.

@@ -161,6 +161,24 @@ fn generated_projects_build_and_run() {
     );
 }
 
+/// One bag streamed by `more_tasks`: the sweep template's example sums its squares once and
+/// checks the sum.
+#[test]
+fn the_sweep_template_builds_and_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let name = "mwgen-e2e-bag";
+    let (binary, warnings) = build(dir.path(), name, &["--template", "sweep"]);
+    assert_eq!(warnings, "", "the sweep template builds without warnings");
+    let stdout = run(&binary, &dir.path().join(name), &["--tasks", "2000"]);
+    assert!(
+        stdout.contains(
+            "sum of the squares of 1..=3000000: 9000004500000500000, checked, from 2000 tasks"
+        ),
+        "{stdout}"
+    );
+    assert!(stdout.contains("mwgen-e2e-bag: 2000 tasks in"), "{stdout}");
+}
+
 /// Projects made from the example templates, on their own (not workspace members) and under
 /// other names, build and run to their checked finish.
 #[test]

@@ -206,6 +206,28 @@ fn example() {
     check("example", "blank", &["sums"], "sums");
 }
 
+/// One bag streamed by `more_tasks`: the example, and the user's types with shared data.
+#[test]
+fn sweep() {
+    check("sweep", "sweep", &["bag", "--template", "sweep"], "bag");
+    check(
+        "sweep_types",
+        "sweep",
+        &[
+            "points",
+            "--template",
+            "sweep",
+            "--in",
+            "struct Point { index: u32, x: f64 }",
+            "--out",
+            "struct Value { index: u32, v: f64 }",
+            "--shared",
+            "struct Params { scale: f64 }",
+        ],
+        "points",
+    );
+}
+
 /// The task and result of the fire example in `docs/ARCHITECTURE.md`, on the command line.
 #[test]
 fn in_out() {
