@@ -1,5 +1,6 @@
 //! Every result is recovered exactly once, whatever the policy, protocol, worker count, task
-//! durations, `nworkers` changes between iterations, or workers that panic.
+//! durations, `nworkers` changes between iterations, workers that panic, or tasks streamed by
+//! `more_tasks`.
 #![allow(clippy::unwrap_used)]
 
 use mw_runtime::prelude::*;
@@ -7,7 +8,7 @@ use mw_runtime::{ErrorKind, Objective, PolicyName, RunConfig, RunMetrics, TuneMo
 use proptest::prelude::*;
 
 mod common;
-use common::{Checker, Job, Scenario, config, run};
+use common::{Checker, Job, Scenario, config, run, run_streamed};
 
 fn policies() -> impl Strategy<Value = PolicyName> {
     prop::sample::select(PolicyName::ALL.to_vec())
@@ -42,6 +43,7 @@ proptest! {
         factor in prop::sample::select(vec![0.01, 0.1, 0.5, 1.0]),
         tune in prop::sample::select(vec![TuneMode::Off, TuneMode::On]),
         prefetch in prop::option::of(0usize..=2),
+        stream in prop::option::weighted(0.3, 1usize..12),
     ) {
         // With tuning on, the tuner may change nworkers and factor between iterations too.
         let config = RunConfig {
@@ -50,7 +52,8 @@ proptest! {
             prefetch: prefetch.filter(|_| protocol == Protocol::Async),
             ..config(pool, policy, protocol, factor)
         };
-        let metrics = run(&scenario, &config).unwrap();
+        // Streamed or not, every task comes back once under the number it was produced with.
+        let metrics = run_streamed(&scenario, &config, stream).unwrap();
         prop_assert_eq!(metrics.iterations.len(), scenario.iterations.len());
         let mut healthy = pool;
         for (it, tasks) in metrics.iterations.iter().zip(&scenario.iterations) {
@@ -83,6 +86,7 @@ proptest! {
         objective in prop::sample::select(vec![Objective::Time, Objective::Index]),
         prefetch in prop::option::of(0usize..=2),
         panic_at in prop::option::weighted(0.3, 0u32..2),
+        stream in prop::option::weighted(0.3, 8usize..100),
     ) {
         let scenario = Scenario { iterations: tasks, nworkers: Vec::new(), panic_at };
         let config = RunConfig {
@@ -96,7 +100,7 @@ proptest! {
             prefetch: prefetch.filter(|_| protocol == Protocol::Async),
             ..config(pool, policy, protocol, 0.5)
         };
-        let metrics = run(&scenario, &config).unwrap();
+        let metrics = run_streamed(&scenario, &config, stream).unwrap();
         prop_assert_eq!(metrics.iterations.len(), scenario.iterations.len());
         for (it, tasks) in metrics.iterations.iter().zip(&scenario.iterations) {
             prop_assert_eq!(it.chunk_sizes.iter().sum::<usize>(), tasks.len());

@@ -15,9 +15,9 @@ use mw_runtime::prelude::*;
 use mw_runtime::{ErrorKind, PolicyName, RunConfig};
 
 /// Scenarios for a pool of `pool` workers, the same on every rank: every policy, protocol,
-/// with and without a panicking worker, and under async also in small chunks with two sent
-/// ahead to each worker.
-fn scenarios(pool: usize) -> Vec<(String, Scenario, RunConfig)> {
+/// with and without a panicking worker, under async also in small chunks with two sent ahead to
+/// each worker, and the tasks streamed by `more_tasks` (a window of 5) with a worker panicking.
+fn scenarios(pool: usize) -> Vec<(String, Scenario, RunConfig, Option<usize>)> {
     let mut state = 0x5eed_u64;
     let mut next = move |n: u64| {
         state = state
@@ -54,9 +54,26 @@ fn scenarios(pool: usize) -> Vec<(String, Scenario, RunConfig)> {
                     prefetch,
                     ..config(pool, policy, protocol, factor)
                 };
-                out.push((name, scenario, config));
+                out.push((name, scenario, config, None));
             }
         }
+        let scenario = Scenario {
+            iterations: (0..3)
+                .map(|_| (0..1 + next(40)).map(|_| next(300) as u32).collect())
+                .collect(),
+            nworkers: (0..3).map(|_| 1 + next(pool as u64) as usize).collect(),
+            panic_at: (pool > 1).then_some(1),
+        };
+        let config = RunConfig {
+            backend: BackendChoice::Mpi,
+            ..config(pool, policy, Protocol::Async, 0.3)
+        };
+        out.push((
+            format!("{policy}/async/streamed"),
+            scenario,
+            config,
+            Some(5),
+        ));
     }
     out
 }
@@ -169,15 +186,15 @@ fn main() {
     }
     let pool = size - 1;
     let (mut passed, mut failed) = (0, 0);
-    for (name, scenario, config) in scenarios(pool) {
+    for (name, scenario, config, stream) in scenarios(pool) {
         if rank == 0 {
             println!("running {name}");
         }
-        let outcome = mw_runtime::run_config(
-            &config,
-            || Checker::new(&scenario),
-            || Sleeper::new(scenario.panic_at),
-        );
+        let checker = || match stream {
+            Some(ahead) => Checker::streaming(&scenario, ahead),
+            None => Checker::new(&scenario),
+        };
+        let outcome = mw_runtime::run_config(&config, checker, || Sleeper::new(scenario.panic_at));
         if rank != 0 {
             continue;
         }

@@ -2,6 +2,7 @@
 //! exactly once under its own `TaskId`, and workers that sleep, and panic on request.
 #![allow(dead_code, clippy::unwrap_used)]
 
+use std::collections::VecDeque;
 use std::time::Duration;
 
 use mw_runtime::prelude::*;
@@ -24,6 +25,8 @@ pub struct Checker {
     scenario: Scenario,
     seen: Vec<Vec<u32>>,
     tunables: Option<TunablesHandle>,
+    /// Streamed: the window asked for, and the iteration's tasks not yet given to `more_tasks`.
+    stream: Option<(usize, VecDeque<Job>)>,
 }
 
 impl Checker {
@@ -32,6 +35,16 @@ impl Checker {
             scenario: scenario.clone(),
             seen: Vec::new(),
             tunables: None,
+            stream: None,
+        }
+    }
+
+    /// A checker that gives each iteration's tasks through `more_tasks`, `ahead` at most at a
+    /// time, instead of from `partition`.
+    pub fn streaming(scenario: &Scenario, ahead: usize) -> Self {
+        Checker {
+            stream: Some((ahead, VecDeque::new())),
+            ..Checker::new(scenario)
         }
     }
 }
@@ -43,6 +56,9 @@ impl Master for Checker {
 
     fn initialize(&mut self, setup: &mut Setup) -> mw_runtime::Result<()> {
         self.tunables = Some(setup.tunables());
+        if let Some((ahead, _)) = &self.stream {
+            setup.stream_ahead(*ahead);
+        }
         Ok(())
     }
 
@@ -55,9 +71,24 @@ impl Master for Checker {
         let tasks = durations
             .iter()
             .enumerate()
-            .map(|(t, &us)| (i, t as u32, us))
-            .collect();
-        Work::new(i, tasks)
+            .map(|(t, &us)| (i, t as u32, us));
+        match &mut self.stream {
+            Some((_, unsent)) => {
+                unsent.extend(tasks);
+                Work::new(i, Vec::new())
+            }
+            None => Work::new(i, tasks.collect()),
+        }
+    }
+
+    fn more_tasks(&mut self, _it: &Iteration, room: usize) -> Vec<Job> {
+        match &mut self.stream {
+            Some((ahead, unsent)) => {
+                assert!(room <= *ahead, "asked for {room} tasks, window {ahead}");
+                unsent.drain(..room.min(unsent.len())).collect()
+            }
+            None => Vec::new(),
+        }
     }
 
     fn recover(&mut self, task: TaskId, (iteration, index, value): (u32, u32, u64)) {
@@ -165,10 +196,19 @@ pub fn config(pool: usize, policy: PolicyName, protocol: Protocol, factor: f64) 
 /// Runs a scenario; the checker's `final_work` fails the run unless every task of every planned
 /// iteration was recovered exactly once.
 pub fn run(scenario: &Scenario, config: &RunConfig) -> mw_runtime::Result<RunMetrics> {
-    let report = mw_runtime::run_config(
-        config,
-        || Checker::new(scenario),
-        || Sleeper::new(scenario.panic_at),
-    )?;
+    run_streamed(scenario, config, None)
+}
+
+/// Runs a scenario, its tasks streamed `ahead` at a time if given.
+pub fn run_streamed(
+    scenario: &Scenario,
+    config: &RunConfig,
+    ahead: Option<usize>,
+) -> mw_runtime::Result<RunMetrics> {
+    let checker = || match ahead {
+        Some(ahead) => Checker::streaming(scenario, ahead),
+        None => Checker::new(scenario),
+    };
+    let report = mw_runtime::run_config(config, checker, || Sleeper::new(scenario.panic_at))?;
     Ok(report.into_metrics().expect("the master has metrics"))
 }
