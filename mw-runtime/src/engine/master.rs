@@ -35,7 +35,7 @@ where
 {
     let started = clock::now();
     let pool = link.pool();
-    let cores = link.cores();
+    let layout = link.layout();
     let tunables = TunablesHandle::new(config.tunables(pool), pool);
     let mut engine = Engine {
         master,
@@ -46,7 +46,7 @@ where
         policy_name: config.policy,
         healthy: vec![true; pool],
         stats: TaskStats::new(pool),
-        tuner: Tuner::new(config, cores),
+        tuner: Tuner::new(config, layout),
         control: None,
         next_chunk_id: 0,
         metrics: RunMetrics {

@@ -19,6 +19,7 @@ use crate::clock::Instant;
 use crate::codec::Message;
 use crate::config::{EmulatedLink, Protocol};
 use crate::error::{Error, Result};
+use crate::tuning::Layout;
 
 /// How long a receiver looks for a message before it blocks on the channel.
 const LOOK_AGAIN: Duration = Duration::from_micros(50);
@@ -108,8 +109,10 @@ impl<T: Message, S: Message, R: Message> MasterLink<T, S, R> for LocalMaster<T, 
         self.to_workers.len()
     }
 
-    fn cores(&self) -> Option<usize> {
-        std::thread::available_parallelism().ok().map(usize::from)
+    /// Threads of one process: one node, the cores the process may use.
+    fn layout(&self) -> Option<Layout> {
+        let cores = std::thread::available_parallelism().ok()?;
+        Some(Layout::one_node(cores.get()))
     }
 
     fn backend(&self) -> &'static str {

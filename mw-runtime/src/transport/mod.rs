@@ -15,6 +15,7 @@ use std::sync::Arc;
 use crate::codec::{DecodeError, Message, Reader};
 use crate::error::Result;
 use crate::measure::Moments;
+use crate::tuning::Layout;
 
 /// Master → worker.
 #[derive(Debug)]
@@ -80,9 +81,8 @@ pub(crate) trait MasterLink<T, S, R> {
     fn pool(&self) -> usize;
     /// `"local"` or `"mpi"`.
     fn backend(&self) -> &'static str;
-    /// The cores the workers share, when the backend knows them (threads of one process do;
-    /// ranks on machines of their own are not counted).
-    fn cores(&self) -> Option<usize> {
+    /// The workers' nodes and their cores, when the backend knows them.
+    fn layout(&self) -> Option<Layout> {
         None
     }
     /// Sends one message to `worker`; under the sync protocol it returns once delivered.

@@ -4,13 +4,14 @@
 //! (what the prediction of the next iteration uses).
 
 use std::collections::VecDeque;
+use std::sync::Arc;
 
 use crate::config::Protocol;
 use crate::measure::{Moments, Observation, Transfer};
 use crate::model::broadcast::{self, BroadcastParams};
 use crate::model::{self, ModelError, Params, fit_latency_bandwidth};
 
-use super::machine::Machine;
+use super::machine::{Layout, Machine};
 
 /// Iterations whose transfers the fit of `mo` and `k` uses.
 pub(crate) const FIT_WINDOW: usize = 4;
@@ -76,8 +77,8 @@ pub(crate) struct Estimate {
     pub workers: Vec<Moments>,
     /// Workers that took part in the last iteration.
     pub active: usize,
-    /// Cores the workers share, when known (the local backend's threads).
-    pub cores: Option<usize>,
+    /// The workers' nodes and their cores, when the backend knows them.
+    pub layout: Option<Arc<Layout>>,
     /// Share of the processing time that kept a core busy, as last measured.
     pub cpu_share: Option<f64>,
     /// Iterations observed.
@@ -135,10 +136,10 @@ impl Variant {
 }
 
 impl Estimate {
-    /// Nothing measured yet, on a machine of `cores` cores when known.
-    pub fn on(cores: Option<usize>) -> Estimate {
+    /// Nothing measured yet, with the workers on the machines of `layout` when known.
+    pub fn on(layout: Option<Layout>) -> Estimate {
         Estimate {
-            cores,
+            layout: layout.map(Arc::new),
             ..Estimate::default()
         }
     }
@@ -296,9 +297,14 @@ impl Estimate {
         }
     }
 
-    /// The machine model at the last measurement, when the cores and the CPU share are known.
+    /// The machine model at the last measurement, when the layout and the CPU share are known.
     pub fn machine(&self) -> Option<Machine> {
-        Machine::measured(self.cores?, self.active, self.now.task_ms, self.cpu_share?)
+        Machine::measured(
+            self.layout.as_ref()?,
+            self.active,
+            self.now.task_ms,
+            self.cpu_share?,
+        )
     }
 
     /// How much longer tasks take with `n` workers than with the `active` ones measured: 1

@@ -26,6 +26,7 @@ mod tests;
 
 pub use control::{ControlAddr, ControlStream, Reply};
 pub(crate) use control::{ControlServer, Status};
+pub use machine::Layout;
 
 use crate::config::{Objective, Protocol, RunConfig, TuningConfig};
 use crate::measure::{Moments, Observation, TaskStats};
@@ -58,14 +59,14 @@ pub(crate) struct Tuner {
 }
 
 impl Tuner {
-    /// The tuner of a run with `config`, its workers sharing `cores` cores when known.
-    pub fn new(config: &RunConfig, cores: Option<usize>) -> Self {
+    /// The tuner of a run with `config`, its workers on the machines of `layout` when known.
+    pub fn new(config: &RunConfig, layout: Option<Layout>) -> Self {
         Tuner {
             config: config.tuning.clone(),
             protocol: config.protocol,
             prefetch: config.prefetch_depth(),
             min_chunk: config.min_chunk,
-            estimate: Estimate::on(cores),
+            estimate: Estimate::on(layout),
             factor_tunlet: factor::FactorTunlet::default(),
             decider: Decider::default(),
             calibration_before: 0.0,

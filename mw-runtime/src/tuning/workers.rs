@@ -174,10 +174,15 @@ impl Account {
                 best.workers, best.time_ms, now.workers, now.time_ms
             ),
         };
-        let machine = self.machine.map_or(String::new(), |m| {
+        let machine = self.machine.as_ref().map_or(String::new(), |m| {
+            let nodes = match m.layout.nodes() {
+                1 => String::new(),
+                n => format!(" on {n} nodes"),
+            };
             format!(
-                ", {} cores: tasks compute {:.0}% of {:.3} ms, the cores saturate past {} workers",
-                m.cores,
+                ", {} cores{nodes}: tasks compute {:.0}% of {:.3} ms, the cores saturate past {} \
+                 workers",
+                m.layout.cores(),
                 100.0 * m.cpu_ms / m.task_ms.max(f64::MIN_POSITIVE),
                 m.task_ms,
                 m.saturation()
@@ -217,8 +222,9 @@ impl Account {
                 "imbalance_beyond_model": self.imbalance,
                 "imbalance_bound": self.bound,
             },
-            "machine": self.machine.map(|m| json!({
-                "cores": m.cores,
+            "machine": self.machine.as_ref().map(|m| json!({
+                "cores": m.layout.cores(),
+                "nodes": m.layout.nodes(),
                 "task_cpu_ms": m.cpu_ms,
                 "task_ms_uncontended": m.task_ms,
                 "saturation_workers": m.saturation(),

@@ -17,6 +17,7 @@
 //! communicator, where the receiver probes for it and receives it at its exact size. Bodies keep
 //! their order because each communicator keeps the order of its messages between two ranks.
 
+mod layout;
 mod posted;
 
 use std::collections::VecDeque;
@@ -34,6 +35,7 @@ use super::{Chunk, Done, Failed, FromWorker, MasterLink, ToWorker, WorkerLink};
 use crate::codec::{self, DecodeError, DecodeErrorKind, Message, Reader};
 use crate::config::Protocol;
 use crate::error::{Error, Result};
+use crate::tuning::Layout;
 
 const SHARED: Tag = 1;
 const CHUNK: Tag = 2;
@@ -284,11 +286,18 @@ pub(crate) struct MpiMaster<T, S, R> {
     spare_tasks: Vec<T>,
     /// The results vector of the last answer, emptied once recovered, for the next answer.
     spare_results: Vec<R>,
+    /// The workers' nodes, as the ranks told them.
+    layout: Option<Layout>,
 }
 
 impl<T, S, R> MpiMaster<T, S, R> {
-    pub(crate) fn new(world: SimpleCommunicator, protocol: Protocol) -> Self {
+    pub(crate) fn new(
+        world: SimpleCommunicator,
+        protocol: Protocol,
+        layout: Option<Layout>,
+    ) -> Self {
         MpiMaster {
+            layout,
             end: Endpoint::new(world),
             protocol,
             posted: VecDeque::new(),
@@ -362,6 +371,10 @@ impl<T, S, R> MpiMaster<T, S, R> {
 impl<T: Message, S: Message, R: Message> MasterLink<T, S, R> for MpiMaster<T, S, R> {
     fn pool(&self) -> usize {
         (self.end.inline.size() - 1) as usize
+    }
+
+    fn layout(&self) -> Option<Layout> {
+        self.layout.clone()
     }
 
     fn backend(&self) -> &'static str {
@@ -586,6 +599,7 @@ where
         ));
     }
     let rank = world.rank() as usize;
+    let layout = layout::gather(&world);
     if rank == 0 {
         if let Some(max) = config.max_workers.filter(|&m| m != size - 1) {
             eprintln!(
@@ -594,7 +608,7 @@ where
                 size - 1
             );
         }
-        let mut link = MpiMaster::new(world, config.protocol);
+        let mut link = MpiMaster::new(world, config.protocol, layout);
         let mut master = master();
         crate::engine::master::run_master(&mut master, &mut link, config, app).map(Some)
     } else {
