@@ -169,6 +169,9 @@ struct Sent {
     /// Send entry.
     entry: Instant,
     bytes: u64,
+    /// Bytes the master sent just before, in the same burst: on its one network link they go
+    /// out first, so this message waits for them.
+    behind: u64,
     /// Sent while the worker held another chunk: its trip includes the wait behind that one.
     queued: bool,
 }
@@ -177,8 +180,11 @@ struct Sent {
 #[derive(Debug)]
 pub(crate) struct Probe {
     shared_bytes: u64,
-    /// Per worker: the shared part sent ahead of its first chunk, not yet counted in one.
-    shared: Vec<Option<Instant>>,
+    /// Per worker: the shared part sent ahead of its first chunk (when, and the bytes of the
+    /// burst before it), not yet counted in one.
+    shared: Vec<Option<(Instant, u64)>>,
+    /// Bytes sent since the master last waited for an answer.
+    burst: u64,
     /// Per worker: the chunks sent and not yet answered, oldest first.
     outstanding: Vec<VecDeque<Sent>>,
     busy: Vec<Duration>,
@@ -202,6 +208,7 @@ impl Probe {
         Probe {
             shared_bytes,
             shared: vec![None; pool],
+            burst: 0,
             outstanding: vec![VecDeque::new(); pool],
             busy: vec![Duration::ZERO; pool],
             cpu: Duration::ZERO,
@@ -220,8 +227,16 @@ impl Probe {
     pub(crate) fn shared_sent(&mut self, worker: usize, entry: Instant) {
         self.bytes_to += self.shared_bytes;
         if let Some(slot) = self.shared.get_mut(worker) {
-            *slot = Some(entry);
+            *slot = Some((entry, self.burst));
         }
+        self.burst += self.shared_bytes;
+    }
+
+    /// The master waits for the next answer: what it sent so far has had time to go out, and
+    /// the next send starts a new burst. (An approximation: a link slower than the workers
+    /// may still be busy with the last burst.)
+    pub(crate) fn waits(&mut self) {
+        self.burst = 0;
     }
 
     /// A chunk of `bytes` is about to be sent to `worker` (send entry).
@@ -233,14 +248,18 @@ impl Probe {
         ) else {
             return;
         };
-        let (entry, bytes) = match shared.take() {
-            Some(since) => (since, self.shared_bytes + bytes),
-            None => (entry, bytes),
+        let (entry, bytes, behind) = match shared.take() {
+            // The chunk went out right behind its shared part: the trip counts from the shared
+            // part's send, and the burst before it.
+            Some((since, behind)) => (since, self.shared_bytes + bytes, behind),
+            None => (entry, bytes, self.burst),
         };
+        self.burst += bytes;
         let queued = !outstanding.is_empty();
         outstanding.push_back(Sent {
             entry,
             bytes,
+            behind,
             queued,
         });
     }
@@ -276,8 +295,10 @@ impl Probe {
             let trip = at
                 .saturating_duration_since(sent.entry)
                 .saturating_sub(busy);
+            // The bytes ahead on the master's link count as this transfer's own: the slope of
+            // time over bytes is then the link's, not its queue's.
             self.transfers.push(Transfer {
-                bytes: (sent.bytes + bytes) as f64,
+                bytes: (sent.behind + sent.bytes + bytes) as f64,
                 ms: ms(trip),
             });
         }

@@ -362,6 +362,7 @@ where
         round.tuning += clock::since(predicting);
 
         while round.done < round.produced as u64 {
+            round.probe.waits();
             let waiting = self.trace.mark();
             let (worker, message) = self.link.recv()?;
             let at = clock::now();
