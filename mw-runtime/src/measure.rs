@@ -7,9 +7,10 @@
 //! reports for the chunk (`busy`) and its per-task moments, and the time the master spends in
 //! `partition`, `recover` and `end_iteration` (`λm`). From these it derives an
 //! `Observation`: `Tt`, `Tc`, `V`, `α`, `λm`, μ and σ pooled and per worker, the imbalance `Q`,
-//! and one `Transfer` per chunk — `receive − send entry − processing` — from which the tuner
-//! estimates `mo` and `k` by least squares. Recording costs two clock reads and a few additions
-//! per chunk.
+//! and one `Transfer` per chunk — `receive − send entry − processing` — with the log of every
+//! message sent (when, how many bytes), from which the tuner estimates `mo` and `k` by least
+//! squares, the messages queueing on the master's one link. Recording costs two clock reads and
+//! a few additions per chunk.
 //!
 //! A chunk prefetched to a worker that still holds another waits there until that one is done,
 //! so its trip says nothing of the network: only chunks sent to a worker holding none give a
@@ -161,6 +162,18 @@ impl TaskStats {
 pub struct Transfer {
     pub bytes: f64,
     pub ms: f64,
+    /// Its first and last message to the worker (the shared part and the chunk, or the chunk
+    /// twice) in the iteration's [`Send`] log, when logged: on the master's one link they wait
+    /// for the messages sent before them.
+    pub out: Option<(usize, usize)>,
+}
+
+/// A message the master sent, in the order it sent them: when (ms from the iteration's
+/// start) and how many bytes.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Send {
+    pub at_ms: f64,
+    pub bytes: f64,
 }
 
 /// What was sent to a worker and not yet answered.
@@ -169,9 +182,8 @@ struct Sent {
     /// Send entry.
     entry: Instant,
     bytes: u64,
-    /// Bytes the master sent just before, in the same burst: on its one network link they go
-    /// out first, so this message waits for them.
-    behind: u64,
+    /// Its first and last message in the send log.
+    out: (usize, usize),
     /// Sent while the worker held another chunk: its trip includes the wait behind that one.
     queued: bool,
 }
@@ -180,11 +192,12 @@ struct Sent {
 #[derive(Debug)]
 pub(crate) struct Probe {
     shared_bytes: u64,
-    /// Per worker: the shared part sent ahead of its first chunk (when, and the bytes of the
-    /// burst before it), not yet counted in one.
-    shared: Vec<Option<(Instant, u64)>>,
-    /// Bytes sent since the master last waited for an answer.
-    burst: u64,
+    /// Per worker: the shared part sent ahead of its first chunk (when, and its place in the
+    /// send log), not yet counted in one.
+    shared: Vec<Option<(Instant, usize)>>,
+    /// Every message sent, in order, timed from `started`.
+    sends: Vec<Send>,
+    started: Instant,
     /// Per worker: the chunks sent and not yet answered, oldest first.
     outstanding: Vec<VecDeque<Sent>>,
     busy: Vec<Duration>,
@@ -204,11 +217,14 @@ pub(crate) struct Probe {
 }
 
 impl Probe {
-    pub(crate) fn new(pool: usize, shared_bytes: u64) -> Self {
+    /// The measure points of an iteration started at `started` on a pool of `pool` workers,
+    /// whose shared part has `shared_bytes`.
+    pub(crate) fn new(pool: usize, shared_bytes: u64, started: Instant) -> Self {
         Probe {
             shared_bytes,
             shared: vec![None; pool],
-            burst: 0,
+            sends: Vec::new(),
+            started,
             outstanding: vec![VecDeque::new(); pool],
             busy: vec![Duration::ZERO; pool],
             cpu: Duration::ZERO,
@@ -226,40 +242,42 @@ impl Probe {
     /// The shared part is about to be sent to `worker`: the trip of its first chunk starts now.
     pub(crate) fn shared_sent(&mut self, worker: usize, entry: Instant) {
         self.bytes_to += self.shared_bytes;
+        let logged = self.log(entry, self.shared_bytes);
         if let Some(slot) = self.shared.get_mut(worker) {
-            *slot = Some((entry, self.burst));
+            *slot = Some((entry, logged));
         }
-        self.burst += self.shared_bytes;
     }
 
-    /// The master waits for the next answer: what it sent so far has had time to go out, and
-    /// the next send starts a new burst. (An approximation: a link slower than the workers
-    /// may still be busy with the last burst.)
-    pub(crate) fn waits(&mut self) {
-        self.burst = 0;
+    /// Logs a message of `bytes` sent at `entry`; its place in the log.
+    fn log(&mut self, entry: Instant, bytes: u64) -> usize {
+        self.sends.push(Send {
+            at_ms: ms(entry.saturating_duration_since(self.started)),
+            bytes: bytes as f64,
+        });
+        self.sends.len() - 1
     }
 
     /// A chunk of `bytes` is about to be sent to `worker` (send entry).
     pub(crate) fn chunk_sent(&mut self, worker: usize, bytes: u64, entry: Instant) {
         self.bytes_to += bytes;
-        let (Some(shared), Some(outstanding)) = (
-            self.shared.get_mut(worker),
-            self.outstanding.get_mut(worker),
-        ) else {
+        let logged = self.log(entry, bytes);
+        let Some(pending) = self.shared.get_mut(worker).map(Option::take) else {
             return;
         };
-        let (entry, bytes, behind) = match shared.take() {
-            // The chunk went out right behind its shared part: the trip counts from the shared
-            // part's send, and the burst before it.
-            Some((since, behind)) => (since, self.shared_bytes + bytes, behind),
-            None => (entry, bytes, self.burst),
+        // A worker's first chunk: its trip counts from its shared part's send, and the shared
+        // part is part of it.
+        let (entry, bytes, first) = match pending {
+            Some((since, first)) => (since, self.shared_bytes + bytes, first),
+            None => (entry, bytes, logged),
         };
-        self.burst += bytes;
+        let Some(outstanding) = self.outstanding.get_mut(worker) else {
+            return;
+        };
         let queued = !outstanding.is_empty();
         outstanding.push_back(Sent {
             entry,
             bytes,
-            behind,
+            out: (first, logged),
             queued,
         });
     }
@@ -295,11 +313,10 @@ impl Probe {
             let trip = at
                 .saturating_duration_since(sent.entry)
                 .saturating_sub(busy);
-            // The bytes ahead on the master's link count as this transfer's own: the slope of
-            // time over bytes is then the link's, not its queue's.
             self.transfers.push(Transfer {
-                bytes: (sent.behind + sent.bytes + bytes) as f64,
+                bytes: (sent.bytes + bytes) as f64,
                 ms: ms(trip),
+                out: Some(sent.out),
             });
         }
     }
@@ -334,6 +351,7 @@ impl Probe {
             busy: self.busy.clone(),
             tasks: self.tasks.clone(),
             transfers: self.transfers.clone(),
+            sends: self.sends.clone(),
             bytes_to: self.bytes_to.saturating_sub(waiting + out),
             ..*self
         }
@@ -363,6 +381,7 @@ impl Probe {
             task,
             worker_tasks: self.tasks,
             transfers: self.transfers,
+            sends: self.sends,
         }
     }
 }
@@ -410,6 +429,8 @@ pub(crate) struct Observation {
     pub task: Moments,
     pub worker_tasks: Vec<Moments>,
     pub transfers: Vec<Transfer>,
+    /// Every message the master sent, in order: what the transfers queued behind.
+    pub sends: Vec<Send>,
 }
 
 impl Observation {

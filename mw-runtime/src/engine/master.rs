@@ -302,7 +302,7 @@ where
         let tasks = uncut.len();
         self.progress.iteration_begins(it, tasks);
         let shared_bytes = work.shared.encoded_len() as u64;
-        let mut probe = Probe::new(pool, shared_bytes);
+        let mut probe = Probe::new(pool, shared_bytes, started);
         probe.serial += partitioned;
         let tuned = self.config.tuning.mode != crate::config::TuneMode::Off;
         let look_every = (tasks as u64 / LOOKS).max(1);
@@ -362,7 +362,6 @@ where
         round.tuning += clock::since(predicting);
 
         while round.done < round.produced as u64 {
-            round.probe.waits();
             let waiting = self.trace.mark();
             let (worker, message) = self.link.recv()?;
             let at = clock::now();

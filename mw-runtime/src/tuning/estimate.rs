@@ -7,11 +7,12 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 
 use crate::config::Protocol;
-use crate::measure::{Moments, Observation, Transfer};
+use crate::measure::{Moments, Observation, Send, Transfer};
 use crate::model::broadcast::{self, BroadcastParams};
-use crate::model::{self, ModelError, Params, fit_latency_bandwidth};
+use crate::model::{self, ModelError, Params};
 
 use super::machine::{Layout, Machine};
+use super::queue::{self, Log};
 
 /// Iterations whose transfers the fit of `mo` and `k` uses.
 pub(crate) const FIT_WINDOW: usize = 4;
@@ -61,7 +62,7 @@ impl Inputs {
 /// Everything the tunlets and the prediction need.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Estimate {
-    window: VecDeque<Vec<Transfer>>,
+    window: VecDeque<Log>,
     pub link: Option<Link>,
     /// The last iteration's inputs.
     pub now: Inputs,
@@ -187,7 +188,7 @@ impl Estimate {
                 *slot = *moments;
             }
         }
-        self.fit(&obs.transfers);
+        self.fit(&obs.sends, &obs.transfers);
         // The unexplained rest, from this iteration's own numbers at the n it ran with. An
         // iteration whose settings changed midway ran with no single n: it calibrates nothing.
         let rest = self
@@ -208,23 +209,26 @@ impl Estimate {
     /// Refits `mo` and `k` over the window. Each transfer holds two messages (the chunk and its
     /// answer), so the fitted intercept is `2·mo`. When all transfers have the same size, `k`
     /// keeps its last value and `mo` follows the mean.
-    fn fit(&mut self, transfers: &[Transfer]) {
+    fn fit(&mut self, sends: &[Send], transfers: &[Transfer]) {
         let stride = transfers.len().div_ceil(FIT_SAMPLES).max(1);
         let kept: Vec<Transfer> = transfers.iter().step_by(stride).copied().collect();
         if kept.is_empty() {
             return;
         }
-        self.window.push_back(kept);
+        self.window.push_back(Log {
+            sends: sends.to_vec(),
+            transfers: kept,
+        });
         while self.window.len() > FIT_WINDOW {
             self.window.pop_front();
         }
         let samples: Vec<(f64, f64)> = self
             .window
             .iter()
-            .flatten()
+            .flat_map(|log| &log.transfers)
             .map(|t| (t.bytes, t.ms))
             .collect();
-        self.link = Some(match fit_latency_bandwidth(&samples) {
+        self.link = Some(match queue::fit(self.window.make_contiguous()) {
             Some(fit) if fit.r2 >= MIN_R2 => Link {
                 mo_ms: fit.mo_ms / 2.0,
                 k_ms_per_byte: fit.k_ms_per_byte,

@@ -18,6 +18,7 @@ mod decide;
 mod estimate;
 mod factor;
 mod machine;
+mod queue;
 mod simulate;
 mod workers;
 

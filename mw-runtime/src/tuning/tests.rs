@@ -53,6 +53,7 @@ fn measured(index: usize, n: usize, p: &Params, time_ms: Option<f64>) -> Observa
             Transfer {
                 bytes,
                 ms: 2.0 * p.mo_ms + p.k_ms_per_byte * bytes,
+                out: None,
             }
         })
         .collect();
@@ -79,6 +80,7 @@ fn measured(index: usize, n: usize, p: &Params, time_ms: Option<f64>) -> Observa
         task,
         worker_tasks,
         transfers,
+        sends: Vec::new(),
     }
 }
 

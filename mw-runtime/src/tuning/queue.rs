@@ -1,0 +1,247 @@
+//! `mo` and `k` of the master's link, fitted as a queue.
+//!
+//! The master sends through one network card: a message waits for those sent before it to
+//! leave, then takes `k·bytes` to leave itself, and arrives `mo` later. When the master sends
+//! in bursts (the shared part to every worker, then their first chunks), the last messages of
+//! a burst wait for all the others, so a straight line through `(bytes, trip)` reads the
+//! queue's wait as bandwidth (with the shared part of N-Body's shape at 100 Mbit/s, `k` came
+//! out 2 to 4 times the link's). Here the trips are explained instead by replaying the master's
+//! send log through a link of the candidate `k`: a transfer's trip is its wait behind earlier
+//! messages, plus `k` times its own bytes, plus `2·mo` (out and back). For each `k` the best
+//! `mo` is the mean of what is left; the `k` of least squared error wins, found on a geometric
+//! grid and refined by golden-section search.
+
+use crate::measure::{Send, Transfer};
+use crate::model::{Fit, fit_latency_bandwidth};
+
+/// `k` searched from here (10 TB/s) ...
+const K_MIN: f64 = 1e-10;
+/// ... to here (10 kB/s), in ms per byte.
+const K_MAX: f64 = 1e-1;
+const GRID: usize = 72;
+const REFINE: usize = 40;
+
+/// One iteration's send log and the transfers it gave.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Log {
+    pub sends: Vec<Send>,
+    pub transfers: Vec<Transfer>,
+}
+
+/// The fit of `trip = 2·mo + k·bytes + wait(k)` over `logs` (`Fit::mo_ms` is the intercept,
+/// `2·mo`, as for a straight line). Without any logged transfer, the straight line of
+/// [`fit_latency_bandwidth`].
+pub(crate) fn fit(logs: &[Log]) -> Option<Fit> {
+    let logged = logs
+        .iter()
+        .any(|l| l.transfers.iter().any(|t| t.out.is_some()));
+    if !logged {
+        let samples: Vec<(f64, f64)> = logs
+            .iter()
+            .flat_map(|l| l.transfers.iter().map(|t| (t.bytes, t.ms)))
+            .collect();
+        return fit_latency_bandwidth(&samples);
+    }
+    let count = logs.iter().map(|l| l.transfers.len()).sum::<usize>();
+    if count < 2 {
+        return None;
+    }
+    let mean = logs
+        .iter()
+        .flat_map(|l| &l.transfers)
+        .map(|t| t.ms)
+        .sum::<f64>()
+        / count as f64;
+    let sst: f64 = logs
+        .iter()
+        .flat_map(|l| &l.transfers)
+        .map(|t| (t.ms - mean).powi(2))
+        .sum();
+    let error = |k: f64| residuals(logs, k, count);
+    // The grid, with k = 0 as its first point.
+    let ratio = (K_MAX / K_MIN).powf(1.0 / (GRID - 1) as f64);
+    let grid: Vec<f64> = std::iter::once(0.0)
+        .chain((0..GRID).map(|i| K_MIN * ratio.powi(i as i32)))
+        .collect();
+    let errors: Vec<f64> = grid.iter().map(|&k| error(k).1).collect();
+    let best = (0..grid.len())
+        .min_by(|&a, &b| errors[a].total_cmp(&errors[b]))
+        .unwrap_or(0);
+    let (mut lo, mut hi) = (
+        grid[best.saturating_sub(1)],
+        grid[(best + 1).min(grid.len() - 1)],
+    );
+    // Golden-section search between the best point's neighbours.
+    let golden = (5f64.sqrt() - 1.0) / 2.0;
+    for _ in 0..REFINE {
+        let a = hi - golden * (hi - lo);
+        let b = lo + golden * (hi - lo);
+        if error(a).1 <= error(b).1 {
+            hi = b;
+        } else {
+            lo = a;
+        }
+    }
+    let k = (lo + hi) / 2.0;
+    let (intercept, sse) = error(k);
+    let (k, intercept, sse) = if sse <= errors[best] {
+        (k, intercept, sse)
+    } else {
+        let (intercept, sse) = error(grid[best]);
+        (grid[best], intercept, sse)
+    };
+    let r2 = if sst > 0.0 { 1.0 - sse / sst } else { 1.0 };
+    Some(Fit {
+        mo_ms: intercept,
+        k_ms_per_byte: k,
+        r2,
+        samples: count,
+    })
+}
+
+/// For a link of `k`: the best intercept (at least 0) and the squared error left.
+fn residuals(logs: &[Log], k: f64, count: usize) -> (f64, f64) {
+    let rests: Vec<f64> = logs
+        .iter()
+        .flat_map(|log| {
+            let left = departures(&log.sends, k);
+            log.transfers.iter().map(move |t| {
+                let wait = t
+                    .out
+                    .map_or(0.0, |(first, last)| wait(&log.sends, &left, first, last, k));
+                t.ms - k * t.bytes - wait
+            })
+        })
+        .collect();
+    let intercept = (rests.iter().sum::<f64>() / count as f64).max(0.0);
+    let sse = rests.iter().map(|r| (r - intercept).powi(2)).sum();
+    (intercept, sse)
+}
+
+/// When each message has left a link of `k` that sends them in order.
+fn departures(sends: &[Send], k: f64) -> Vec<f64> {
+    let mut free = f64::NEG_INFINITY;
+    sends
+        .iter()
+        .map(|s| {
+            free = free.max(s.at_ms) + k * s.bytes;
+            free
+        })
+        .collect()
+}
+
+/// What the messages `first` and `last` of a transfer waited for the link beyond their own
+/// sending time.
+fn wait(sends: &[Send], left: &[f64], first: usize, last: usize, k: f64) -> f64 {
+    let (Some(start), Some(done)) = (sends.get(first), left.get(last)) else {
+        return 0.0;
+    };
+    let own = if first == last {
+        start.bytes
+    } else {
+        start.bytes + sends.get(last).map_or(0.0, |s| s.bytes)
+    };
+    (done - start.at_ms - k * own).max(0.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Transfers through a simulated link of `mo`, `k`: a burst of `n` shared parts of
+    /// `shared` bytes, then a first chunk of `chunk` bytes to each worker, answered after
+    /// `busy` ms; then one chunk per answer.
+    fn burst(n: usize, shared: f64, chunk: f64, mo: f64, k: f64) -> Log {
+        let mut sends = Vec::new();
+        for _ in 0..n {
+            sends.push(Send {
+                at_ms: 0.0,
+                bytes: shared,
+            });
+        }
+        for _ in 0..n {
+            sends.push(Send {
+                at_ms: 0.0,
+                bytes: chunk,
+            });
+        }
+        let left = departures(&sends, k);
+        let answer = 320.0;
+        let mut transfers = Vec::new();
+        for i in 0..n {
+            let trip = left[n + i] + mo + mo + answer * k;
+            transfers.push(Transfer {
+                bytes: shared + chunk + answer,
+                ms: trip,
+                out: Some((i, n + i)),
+            });
+        }
+        // Later chunks, one at a time to an idle link.
+        for j in 0..3 * n {
+            let at = 1000.0 + 10.0 * j as f64;
+            sends.push(Send {
+                at_ms: at,
+                bytes: chunk,
+            });
+            transfers.push(Transfer {
+                bytes: chunk + answer,
+                ms: mo + chunk * k + mo + answer * k,
+                out: Some((sends.len() - 1, sends.len() - 1)),
+            });
+        }
+        Log { sends, transfers }
+    }
+
+    #[test]
+    fn a_burst_is_read_as_a_queue_not_as_bandwidth() {
+        // 100 Mbit/s, 0.1 ms: 8 workers, 40 kB shared parts, 2 kB chunks.
+        let (mo, k) = (0.1, 8e-5);
+        let log = burst(8, 40_000.0, 2_000.0, mo, k);
+        let line: Vec<(f64, f64)> = log.transfers.iter().map(|t| (t.bytes, t.ms)).collect();
+        let naive = fit_latency_bandwidth(&line).unwrap();
+        assert!(naive.k_ms_per_byte > 2.0 * k, "{naive:?}");
+        let fitted = fit(&[log]).unwrap();
+        assert!((fitted.k_ms_per_byte / k - 1.0).abs() < 0.01, "{fitted:?}");
+        assert!((fitted.mo_ms / (2.0 * mo) - 1.0).abs() < 0.01, "{fitted:?}");
+        assert!(fitted.r2 > 0.999, "{fitted:?}");
+    }
+
+    #[test]
+    fn without_a_log_it_is_the_straight_line() {
+        let transfers = [(1e3, 0.3), (1e4, 1.2), (1e5, 10.2)]
+            .iter()
+            .map(|&(bytes, ms)| Transfer {
+                bytes,
+                ms,
+                out: None,
+            })
+            .collect();
+        let log = Log {
+            sends: Vec::new(),
+            transfers,
+        };
+        let line = fit_latency_bandwidth(&[(1e3, 0.3), (1e4, 1.2), (1e5, 10.2)]);
+        assert_eq!(fit(&[log]), line);
+    }
+
+    #[test]
+    fn a_free_link_has_no_slope() {
+        // Trips that do not grow with bytes: threads.
+        let sends: Vec<Send> = (0..20)
+            .map(|i| Send {
+                at_ms: i as f64,
+                bytes: 1000.0 * (1 + i % 4) as f64,
+            })
+            .collect();
+        let transfers = (0..20)
+            .map(|i| Transfer {
+                bytes: sends[i].bytes,
+                ms: 0.01 + 0.001 * (i % 3) as f64,
+                out: Some((i, i)),
+            })
+            .collect();
+        let fitted = fit(&[Log { sends, transfers }]).unwrap();
+        assert!(fitted.k_ms_per_byte < 1e-8, "{fitted:?}");
+        assert!(fitted.r2 < 0.3, "{fitted:?}");
+    }
+}
