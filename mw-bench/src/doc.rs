@@ -24,9 +24,11 @@ pub struct Document {
 }
 
 /// One experiment's part of the document.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Section {
     pub title: String,
+    /// Whether the paper's finding was reproduced, and why not where it was not.
+    pub verdict: Verdict,
     /// Markdown: what the paper reports, quoted or in its numbers.
     pub paper: String,
     /// Markdown: what we ran and what we measured (tables and notes).
@@ -36,6 +38,29 @@ pub struct Section {
     pub data: serde_json::Value,
     /// Run time of the experiment, in s (filled in by the caller).
     pub seconds: f64,
+}
+
+/// The one line a section opens with, judged from its own numbers.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Verdict {
+    Reproduced(String),
+    Partly(String),
+    Not(String),
+    /// A measurement of this runtime, with no paper's finding to reproduce.
+    Measured(String),
+}
+
+impl Verdict {
+    /// `**Reproduced**: why.`
+    pub fn line(&self) -> String {
+        let (word, why) = match self {
+            Verdict::Reproduced(why) => ("Reproduced", why),
+            Verdict::Partly(why) => ("Partly reproduced", why),
+            Verdict::Not(why) => ("Not reproduced", why),
+            Verdict::Measured(why) => ("Measured", why),
+        };
+        format!("**{word}**: {}", why.trim_end())
+    }
 }
 
 /// A figure of a section, written as `file` in the figures folder.
@@ -79,7 +104,7 @@ impl Document {
              the same time: times are what this machine gave, not a quiet cluster's.\n",
             m.cores
         );
-        let _ = writeln!(md, "## Sleeping and spinning tasks\n");
+        let _ = writeln!(md, "## Sleeping tasks, spinning tasks, an emulated network\n");
         let _ = writeln!(
             md,
             "The papers ran one worker per machine on clusters of 20 to 150 nodes. Here every \
@@ -90,9 +115,13 @@ impl Document {
              with **spinning** tasks (real CPU work) and given beside them. The load patterns are \
              emulated the same way (a loaded worker sleeps the share of time the load would take \
              from it). The local backend moves messages through channels without copying them, \
-             so communication is far cheaper than on the papers' 100 Mbit/s networks: where the \
-             papers' results depend on the network, ours cannot match them, and the sections \
-             say so.\n",
+             far more cheaply than the papers' 100 Mbit/s networks did, so the papers' \
+             experiments run behind an **emulated network** (`--link-latency 0.1 \
+             --link-bandwidth 100`): the master's network card, one link each way shared by all \
+             workers, on which a message waits for those before it, takes its size over the \
+             bandwidth to leave, and arrives the latency later. It has no switch contention, TCP \
+             windows or loss. Each section opens with whether the paper's finding was \
+             reproduced, judged from its own numbers.\n",
             m.cores, m.cores
         );
         let mut time_table = Table::new(["experiment", "run time"]);
@@ -102,6 +131,7 @@ impl Document {
         let _ = writeln!(md, "{}", time_table.markdown());
         for section in &self.sections {
             let _ = writeln!(md, "## {}\n", section.title);
+            let _ = writeln!(md, "{}\n", section.verdict.line());
             let _ = writeln!(md, "### The paper\n\n{}\n", section.paper.trim_end());
             let _ = writeln!(md, "### Here\n\n{}\n", section.ours.trim_end());
             for figure in &section.figures {
@@ -290,6 +320,7 @@ mod tests {
             seconds: 5.0,
             sections: vec![Section {
                 title: "Policies".into(),
+                verdict: Verdict::Partly("DAF is best, FSC is not the worst.".into()),
                 paper: "DAF is best.".into(),
                 ours: "daf is best too.".into(),
                 figures: vec![Figure {
@@ -309,6 +340,9 @@ mod tests {
         assert!(md.contains("2026-01-02 03:04 UTC"));
         assert!(md.contains("Some CPU, 2 cores"));
         assert!(md.contains("### The paper\n\nDAF is best."));
+        assert!(
+            md.contains("## Policies\n\n**Partly reproduced**: DAF is best, FSC is not the worst.")
+        );
         assert!(md.contains("| Policies   |      2 s |"), "{md}");
         let json: serde_json::Value = serde_json::from_str(&doc.json()).unwrap();
         assert_eq!(json["sections"]["Policies"]["rows"], 1);

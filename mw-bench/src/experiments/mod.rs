@@ -27,6 +27,10 @@ pub fn program(tasks: usize, iterations: usize, mean_ms: f64, stddev: f64) -> Pr
     }
 }
 
+/// The papers' network, emulated: 100 Mbit/s switched Ethernet, 0.1 ms a message.
+pub const LINK_LATENCY_MS: f64 = 0.1;
+pub const LINK_MBIT: f64 = 100.0;
+
 /// Runtime flags for a quiet run on threads with `workers` workers, nothing tuned.
 pub fn fixed(workers: usize) -> RunArgs {
     RunArgs {

@@ -5,15 +5,18 @@
 //! Here the workload is the synthetic program in N-Body's communication shape (1000 bodies: the
 //! 40,000 bytes of bodies sent to every worker each iteration, 100 tasks of 10 bodies, 320 bytes
 //! back per task) with tasks of 1 ms ± 10 %, 60 iterations as in the paper's Figs. 3 and 5, and
-//! the runtime's `--load variable` and `--load increasing` (75 % load, period 8). The tuned run
-//! starts at one worker with a pool of 19 (`--workers 1 --max-workers 19 --tune on`).
+//! the runtime's `--load variable` and `--load increasing` (75 % load, period 8), twice: behind
+//! the emulated 100 Mbit/s link of the paper's cluster (`--link-latency 0.1 --link-bandwidth
+//! 100`), and on bare threads. The tuned run starts at one worker with a pool of 19
+//! (`--workers 1 --max-workers 19 --tune on`).
 
-use mw_runtime::{LoadPattern, RunArgs, TuneMode};
+use mw_runtime::{LoadPattern, Objective, RunArgs, TuneMode};
 use mwgen::report::chart::{LineChart, Series};
 use serde_json::json;
 
-use super::{fixed, program, synthetic};
-use crate::doc::{Figure, Section, Table};
+use super::{LINK_LATENCY_MS, LINK_MBIT, fixed, program, synthetic};
+use crate::doc::{Figure, Section, Table, Verdict};
+use crate::ideal::median;
 use crate::{BenchError, Size};
 
 #[derive(Debug, Clone)]
@@ -25,6 +28,8 @@ struct Plan {
     tasks: usize,
     mean_ms: f64,
     loads: Vec<&'static str>,
+    /// Runs of every link configuration, for the spread.
+    repeats: usize,
 }
 
 fn plan(size: Size) -> Plan {
@@ -37,6 +42,7 @@ fn plan(size: Size) -> Plan {
             tasks: 100,
             mean_ms: 1.0,
             loads: vec!["variable", "increasing"],
+            repeats: 3,
         },
         Size::Tiny => Plan {
             counts: vec![1, 2, 4],
@@ -46,6 +52,7 @@ fn plan(size: Size) -> Plan {
             tasks: 20,
             mean_ms: 0.5,
             loads: vec!["variable:2", "increasing:2"],
+            repeats: 1,
         },
     }
 }
@@ -55,46 +62,120 @@ pub const PAPER_VARIABLE: [f64; 7] = [64.49, 34.61, 18.09, 10.37, 11.83, 15.49, 
 pub const PAPER_INCREASING: [f64; 7] = [73.23, 37.11, 19.28, 11.76, 13.05, 14.50, 12.46];
 pub const PAPER_COUNTS: [usize; 6] = [1, 2, 4, 8, 16, 19];
 
-/// One run.
+/// How a row's runs were made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Setting {
+    /// Behind the emulated 100 Mbit/s link.
+    Link,
+    /// On bare threads, tasks sleeping.
+    Threads,
+    /// On bare threads, tasks computing.
+    Spinning,
+}
+
+impl Setting {
+    fn label(self) -> &'static str {
+        match self {
+            Setting::Link => "here, 100 Mbit/s link (s)",
+            Setting::Threads => "here, threads (s)",
+            Setting::Spinning => "here, threads, spinning (s)",
+        }
+    }
+}
+
+/// One configuration, run one or more times.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Row {
     pub load: String,
     /// `None` for the tuned run.
     pub workers: Option<usize>,
-    pub spin: bool,
+    pub setting: Setting,
+    /// The median of the runs' total times.
     pub total_ms: f64,
-    /// Workers taking part in each iteration.
+    /// Every run's total time, in the order run.
+    pub runs_ms: Vec<f64>,
+    /// Workers taking part in each iteration, in the first run.
     pub trajectory: Vec<usize>,
 }
 
-fn measure(plan: &Plan, load: &str, run: RunArgs, spin: bool) -> Result<Row, BenchError> {
+fn measure(
+    plan: &Plan,
+    load: &str,
+    run: RunArgs,
+    setting: Setting,
+    repeats: usize,
+) -> Result<Row, BenchError> {
     let mut prog = program(plan.tasks, plan.iterations, plan.mean_ms, 0.1);
     prog.shared_bytes = 40_000;
     prog.result_bytes = 320;
-    prog.spin = spin;
+    prog.spin = setting == Setting::Spinning;
     let workers = (run.tune == Some(TuneMode::Off)).then_some(run.workers.unwrap_or(1));
     let pattern: LoadPattern = load
         .parse()
         .map_err(|e| BenchError(format!("error: load `{load}`: {e}")))?;
-    let summary = synthetic(
-        prog,
+    let run = RunArgs {
+        load: Some(pattern),
+        ..run
+    };
+    let run = if setting == Setting::Link {
         RunArgs {
-            load: Some(pattern),
+            link_latency: Some(LINK_LATENCY_MS),
+            link_bandwidth: Some(LINK_MBIT),
             ..run
-        },
-    )?;
+        }
+    } else {
+        run
+    };
+    let mut runs_ms = Vec::new();
+    let mut trajectory = Vec::new();
+    for _ in 0..repeats.max(1) {
+        let summary = synthetic(prog.clone(), run.clone())?;
+        runs_ms.push(summary.metrics.total_ms);
+        if trajectory.is_empty() {
+            trajectory = summary
+                .metrics
+                .iterations
+                .iter()
+                .map(|i| i.workers)
+                .collect();
+        }
+    }
     Ok(Row {
         load: load.to_owned(),
         workers,
-        spin,
-        total_ms: summary.metrics.total_ms,
-        trajectory: summary
-            .metrics
-            .iterations
-            .iter()
-            .map(|i| i.workers)
-            .collect(),
+        setting,
+        total_ms: median(&runs_ms),
+        runs_ms,
+        trajectory,
     })
+}
+
+/// The tuned run's time over the best fixed count's, run by run: the median and the range.
+pub fn paired_ratios(best: &Row, tuned: &Row) -> Option<(f64, f64, f64)> {
+    let ratios: Vec<f64> = tuned
+        .runs_ms
+        .iter()
+        .zip(&best.runs_ms)
+        .map(|(t, f)| t / f)
+        .collect();
+    if ratios.is_empty() {
+        return None;
+    }
+    let lo = ratios.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = ratios.iter().copied().fold(0.0, f64::max);
+    Some((median(&ratios), lo, hi))
+}
+
+/// `median` seconds, with the range when there were several runs.
+fn seconds(row: &Row) -> String {
+    let s = row.total_ms / 1e3;
+    if row.runs_ms.len() < 2 {
+        return format!("{s:.2}");
+    }
+    let lo = row.runs_ms.iter().copied().fold(f64::INFINITY, f64::min) / 1e3;
+    let hi = row.runs_ms.iter().copied().fold(0.0, f64::max) / 1e3;
+    format!("{s:.2} ({lo:.2}–{hi:.2})")
 }
 
 /// The tuned run's time over the best fixed run's, and the best fixed count.
@@ -105,7 +186,8 @@ pub fn tuned_against_best(fixed: &[(usize, f64)], tuned: f64) -> Option<(usize, 
         .map(|&(n, best)| (n, tuned / best))
 }
 
-/// The paper's row and ours for one load, in seconds.
+/// The paper's row and ours for one load, in seconds: each setting's medians (with their range
+/// over repeated runs), and the tuned run over the best fixed count, run by run.
 pub fn comparison(load: &str, paper: &[f64; 7], rows: &[Row], counts: &[usize]) -> Table {
     let mut header = vec!["".to_owned()];
     header.extend(counts.iter().map(|n| format!("{n}")));
@@ -135,47 +217,89 @@ pub fn comparison(load: &str, paper: &[f64; 7], rows: &[Row], counts: &[usize]) 
             .map_or("–".into(), |(n, r)| format!("{r:.2} (best: {n})")),
     );
     table.rows.push(line);
-    for spin in [false, true] {
+    for setting in [Setting::Link, Setting::Threads, Setting::Spinning] {
         let of: Vec<&Row> = rows
             .iter()
-            .filter(|r| r.load == load && r.spin == spin)
+            .filter(|r| r.load == load && r.setting == setting)
             .collect();
         if of.is_empty() {
             continue;
         }
-        let fixed: Vec<(usize, f64)> = of
-            .iter()
-            .filter_map(|r| r.workers.map(|n| (n, r.total_ms / 1e3)))
-            .collect();
-        let tuned = of
-            .iter()
-            .find(|r| r.workers.is_none())
-            .map(|r| r.total_ms / 1e3);
-        let mut line = vec![
-            if spin {
-                "here, spinning (s)"
-            } else {
-                "here (s)"
-            }
-            .to_owned(),
-        ];
+        let mut line = vec![setting.label().to_owned()];
         for n in counts {
             line.push(
-                fixed
-                    .iter()
-                    .find(|(c, _)| c == n)
-                    .map_or("–".into(), |(_, s)| format!("{s:.2}")),
+                of.iter()
+                    .find(|r| r.workers == Some(*n))
+                    .map_or("–".into(), |r| seconds(r)),
             );
         }
-        line.push(tuned.map_or("–".into(), |s| format!("{s:.2}")));
-        line.push(
-            tuned
-                .and_then(|t| tuned_against_best(&fixed, t))
-                .map_or("–".into(), |(n, r)| format!("{r:.2} (best: {n})")),
-        );
+        let tuned = of.iter().find(|r| r.workers.is_none());
+        line.push(tuned.map_or("–".into(), |r| seconds(r)));
+        let best = of
+            .iter()
+            .filter(|r| r.workers.is_some())
+            .min_by(|a, b| a.total_ms.total_cmp(&b.total_ms));
+        line.push(match (best, tuned) {
+            (Some(best), Some(tuned)) => {
+                let n = best.workers.unwrap_or(0);
+                match paired_ratios(best, tuned) {
+                    Some((r, lo, hi)) if tuned.runs_ms.len() > 1 => {
+                        format!("{r:.2} ({lo:.2}–{hi:.2}; best: {n})")
+                    }
+                    Some((r, _, _)) => format!("{r:.2} (best: {n})"),
+                    None => "–".into(),
+                }
+            }
+            _ => "–".into(),
+        });
         table.rows.push(line);
     }
     table
+}
+
+/// The paper's findings against ours behind the link: the best fixed count is interior (neither
+/// the fewest nor the most workers run), and the tuned run comes within 6 % of it.
+pub fn verdict(rows: &[Row], counts: &[usize], loads: &[&str]) -> Verdict {
+    let mut interior = 0;
+    let mut close = 0;
+    let mut parts = Vec::new();
+    for load in loads {
+        let of = || {
+            rows.iter()
+                .filter(move |r| r.load == *load && r.setting == Setting::Link)
+        };
+        let best = of()
+            .filter(|r| r.workers.is_some())
+            .min_by(|a, b| a.total_ms.total_cmp(&b.total_ms));
+        let tuned = of().find(|r| r.workers.is_none());
+        let (Some(best), Some(tuned)) = (best, tuned) else {
+            continue;
+        };
+        let n = best.workers.unwrap_or(0);
+        let inside = counts.first() != Some(&n) && counts.last() != Some(&n);
+        let ratio = paired_ratios(best, tuned).map_or(f64::NAN, |r| r.0);
+        interior += usize::from(inside);
+        close += usize::from(ratio <= 1.06);
+        parts.push(format!(
+            "under `{load}` the best fixed count is {n}{}, the tuned run {ratio:.2}× it",
+            if inside {
+                ""
+            } else {
+                " (the end of the range)"
+            }
+        ));
+    }
+    let why = format!(
+        "behind the emulated 100 Mbit/s link, {} (the paper: 8 workers best, the tuned run \
+         1.05× and 1.06×).",
+        parts.join("; ")
+    );
+    let all = loads.len();
+    match (interior == all && close == all, interior + close) {
+        (true, _) => Verdict::Reproduced(why),
+        (false, 0) => Verdict::Not(why),
+        _ => Verdict::Partly(why),
+    }
 }
 
 const PAPER: &str = "\
@@ -200,27 +324,40 @@ iterations after each change of load.";
 pub fn run(size: Size) -> Result<Section, BenchError> {
     let plan = plan(size);
     let mut rows = Vec::new();
+    let tuned = RunArgs {
+        workers: Some(1),
+        max_workers: Some(plan.pool),
+        tune: Some(TuneMode::On),
+        objective: Some(Objective::Time),
+        ..fixed(1)
+    };
     for load in &plan.loads {
-        for &n in &plan.counts {
-            rows.push(measure(&plan, load, fixed(n), false)?);
+        for setting in [Setting::Link, Setting::Threads] {
+            for &n in &plan.counts {
+                rows.push(measure(&plan, load, fixed(n), setting, plan.repeats)?);
+            }
+            rows.push(measure(&plan, load, tuned.clone(), setting, plan.repeats)?);
         }
-        let tuned = RunArgs {
-            workers: Some(1),
-            max_workers: Some(plan.pool),
-            tune: Some(TuneMode::On),
-            ..fixed(1)
-        };
-        rows.push(measure(&plan, load, tuned, false)?);
         for &n in &plan.spin_counts {
-            rows.push(measure(&plan, load, fixed(n), true)?);
+            rows.push(measure(&plan, load, fixed(n), Setting::Spinning, 1)?);
         }
     }
     let mut ours = format!(
         "{} iterations of {} sleeping tasks of {} ms ± 10 %, N-Body's shape (40,000 bytes to \
          every worker, 320 bytes back per task), `daf`; fixed runs `--tune off`, the tuned run \
-         `--workers 1 --max-workers {} --tune on` (objective: the performance index). Total run \
-         time in seconds. The spinning rows use real CPU work where the workers fit the cores.\n\n",
-        plan.iterations, plan.tasks, plan.mean_ms, plan.pool
+         `--workers 1 --max-workers {} --tune on --objective time`. Behind the emulated link of \
+         the paper's cluster (`--link-latency {LINK_LATENCY_MS} --link-bandwidth {LINK_MBIT}`: the \
+         master's network card, one link each way shared by all workers) and on bare threads. \
+         Total run time in seconds: {}; the tuned run over the best fixed count, run by run. \
+         The spinning rows use real CPU work where the workers fit the cores (one run).\n\n",
+        plan.iterations,
+        plan.tasks,
+        plan.mean_ms,
+        plan.pool,
+        match plan.repeats {
+            1 => "one run each".to_owned(),
+            n => format!("the median of {n} runs, with their range"),
+        }
     );
     let papers = [PAPER_VARIABLE, PAPER_INCREASING];
     let mut figures = Vec::new();
@@ -230,36 +367,49 @@ pub fn run(size: Size) -> Result<Section, BenchError> {
             "**`--load {load}`**:\n\n{}\n",
             comparison(load, &paper, &rows, &plan.counts).markdown()
         ));
-        if let Some(tuned) = rows.iter().find(|r| &r.load == load && r.workers.is_none()) {
+        for tuned in rows
+            .iter()
+            .filter(|r| &r.load == load && r.workers.is_none())
+        {
             let changes = tuned.trajectory.windows(2).filter(|w| w[0] != w[1]).count();
             let last = tuned.trajectory.last().copied().unwrap_or(0);
             let most = tuned.trajectory.iter().copied().max().unwrap_or(0);
             let plural = if changes == 1 { "" } else { "s" };
+            let setting = match tuned.setting {
+                Setting::Link => "behind the link",
+                _ => "on threads",
+            };
             ours.push_str(&format!(
-                "Tuned under `{load}`: {changes} change{plural} of `nworkers`, at most {most}, \
-                 {last} at the end.\n\n"
+                "Tuned under `{load}` {setting} (first run): {changes} change{plural} of \
+                 `nworkers` between iterations, at most {most}, {last} at the end.\n\n"
             ));
         }
         let name = load.split(':').next().unwrap_or(load);
         let point = |r: &Row| r.workers.map(|n| (n as f64, r.total_ms / 1e3));
-        let fixed_points: Vec<(f64, f64)> = rows
-            .iter()
-            .filter(|r| &r.load == load && !r.spin)
-            .filter_map(point)
-            .collect();
-        let mut series = vec![Series::line(
-            "fixed number of workers",
-            fixed_points.clone(),
-        )];
-        if let Some(t) = rows.iter().find(|r| &r.load == load && r.workers.is_none()) {
-            let (lo, hi) = (
-                plan.counts[0] as f64,
-                *plan.counts.last().unwrap_or(&1) as f64,
-            );
-            series.push(Series::dashed(
-                "tuned from 1",
-                vec![(lo, t.total_ms / 1e3), (hi, t.total_ms / 1e3)],
+        let mut series = Vec::new();
+        for setting in [Setting::Link, Setting::Threads] {
+            let name = match setting {
+                Setting::Link => "100 Mbit/s link",
+                _ => "threads",
+            };
+            let of = || {
+                rows.iter()
+                    .filter(move |r| &r.load == load && r.setting == setting)
+            };
+            series.push(Series::line(
+                format!("fixed, {name}"),
+                of().filter_map(point).collect(),
             ));
+            if let Some(t) = of().find(|r| r.workers.is_none()) {
+                let (lo, hi) = (
+                    plan.counts[0] as f64,
+                    *plan.counts.last().unwrap_or(&1) as f64,
+                );
+                series.push(Series::dashed(
+                    format!("tuned from 1, {name}"),
+                    vec![(lo, t.total_ms / 1e3), (hi, t.total_ms / 1e3)],
+                ));
+            }
         }
         figures.push(Figure {
             file: format!("workers-time-{name}.svg"),
@@ -281,7 +431,15 @@ pub fn run(size: Size) -> Result<Section, BenchError> {
         .filter(|r| r.workers.is_none())
         .map(|r| {
             Series::line(
-                format!("load {}", r.load),
+                format!(
+                    "load {}, {}",
+                    r.load,
+                    if r.setting == Setting::Link {
+                        "link"
+                    } else {
+                        "threads"
+                    }
+                ),
                 r.trajectory
                     .iter()
                     .enumerate()
@@ -305,6 +463,7 @@ pub fn run(size: Size) -> Result<Section, BenchError> {
     });
     Ok(Section {
         title: "Number of workers".into(),
+        verdict: verdict(&rows, &plan.counts, &plan.loads),
         paper: PAPER.into(),
         ours,
         figures,
@@ -332,17 +491,18 @@ mod tests {
 
     #[test]
     fn the_comparison_puts_ours_under_the_papers() {
-        let row = |workers, total_ms| Row {
+        let row = |workers, runs_ms: Vec<f64>| Row {
             load: "variable".into(),
             workers,
-            spin: false,
-            total_ms,
+            setting: Setting::Link,
+            total_ms: median(&runs_ms),
+            runs_ms,
             trajectory: vec![1, 2],
         };
         let rows = vec![
-            row(Some(1), 4000.0),
-            row(Some(2), 2000.0),
-            row(None, 2500.0),
+            row(Some(1), vec![4000.0, 4100.0, 3900.0]),
+            row(Some(2), vec![2000.0, 2100.0, 1900.0]),
+            row(None, vec![2500.0, 2100.0, 2090.0]),
         ];
         let md = comparison("variable", &PAPER_VARIABLE, &rows, &[1, 2]).markdown();
         let lines: Vec<&str> = md.lines().collect();
@@ -351,11 +511,11 @@ mod tests {
             "{md}"
         );
         assert!(lines[2].contains("1.05 (best: 8)"), "{md}");
-        assert!(lines[3].starts_with("| here (s)"), "{md}");
-        assert!(
-            lines[3].contains("4.00") && lines[3].contains("1.25 (best: 2)"),
-            "{md}"
-        );
-        assert_eq!(lines.len(), 4, "no spinning rows were given");
+        assert!(lines[3].starts_with("| here, 100 Mbit/s link (s)"), "{md}");
+        // Medians with their ranges; the tuned run over the best, pair by pair: 2500/2000,
+        // 2100/2100, 2090/1900.
+        assert!(lines[3].contains("4.00 (3.90–4.10)"), "{md}");
+        assert!(lines[3].contains("1.10 (1.00–1.25; best: 2)"), "{md}");
+        assert_eq!(lines.len(), 4, "no other settings were given");
     }
 }
