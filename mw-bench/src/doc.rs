@@ -104,7 +104,10 @@ impl Document {
              the same time: times are what this machine gave, not a quiet cluster's.\n",
             m.cores
         );
-        let _ = writeln!(md, "## Sleeping tasks, spinning tasks, an emulated network\n");
+        let _ = writeln!(
+            md,
+            "## Sleeping tasks, spinning tasks, an emulated network\n"
+        );
         let _ = writeln!(
             md,
             "The papers ran one worker per machine on clusters of 20 to 150 nodes. Here every \

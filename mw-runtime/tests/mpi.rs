@@ -168,6 +168,27 @@ impl Worker for Echo {
     }
 }
 
+/// Panics in `recover` on the result of task 4 of iteration 1.
+struct Crashing;
+
+impl Master for Crashing {
+    type Task = common::Job;
+    type Result = (u32, u32, u64);
+    type Shared = u32;
+
+    fn partition(&mut self, it: &Iteration) -> Work<u32, common::Job> {
+        let i = it.index as u32;
+        Work::new(i, (0..40).map(|t| (i, t, 200)).collect())
+    }
+
+    fn recover(&mut self, task: TaskId, (iteration, _, _): (u32, u32, u64)) {
+        assert!(
+            !(iteration == 1 && task.0 == 4),
+            "recover breaks on purpose"
+        );
+    }
+}
+
 fn main() {
     if std::env::var_os("OMPI_COMM_WORLD_SIZE").is_none() && std::env::var_os("PMI_SIZE").is_none()
     {
@@ -260,6 +281,36 @@ fn main() {
                 Err(e) => {
                     failed += 1;
                     println!("FAILED large messages/{protocol}/prefetch={prefetch:?}: {e}");
+                }
+            }
+        }
+    }
+
+    // A master that panics in `recover` mid-run ends the run with an error naming the hook, and
+    // stops the workers: the next run finds them ready.
+    for protocol in [Protocol::Sync, Protocol::Async] {
+        let config = RunConfig {
+            backend: BackendChoice::Mpi,
+            ..config(pool, PolicyName::Daf, protocol, 0.5)
+        };
+        let outcome = mw_runtime::run_config(&config, || Crashing, || Sleeper::new(None));
+        if rank == 0 {
+            match outcome {
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        ErrorKind::MasterPanicked {
+                            hook: "recover",
+                            iteration: Some(1),
+                            ..
+                        }
+                    ) =>
+                {
+                    passed += 1;
+                }
+                other => {
+                    failed += 1;
+                    println!("FAILED master-panic/{protocol}: {other:?}");
                 }
             }
         }

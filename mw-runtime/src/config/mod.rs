@@ -147,6 +147,10 @@ fn parse_prefetch(text: &str) -> std::result::Result<usize, String> {
 /// a few more ride out a master that is briefly busy elsewhere.
 pub const MAX_PREFETCH: usize = 8;
 
+/// The most workers a run may ask for: far past any speed-up on one machine, and far below
+/// what exhausts its threads or memory (100,000 threads abort the process).
+pub const MAX_WORKERS: usize = 4096;
+
 fn parse_load(text: &str) -> std::result::Result<LoadPattern, LoadError> {
     text.parse()
 }
@@ -421,6 +425,23 @@ impl RunConfig {
             return Err(Error::config(
                 "error: a run with 0 workers",
                 "a run needs at least one worker: set --workers and --max-workers to 1 or more",
+            ));
+        }
+        let counts = [
+            ("workers", self.workers),
+            ("max_workers", self.max_workers),
+            ("[tuning] max_workers", self.tuning.max_workers),
+        ];
+        if let Some((key, n)) = counts
+            .into_iter()
+            .find_map(|(key, n)| n.filter(|&n| n > MAX_WORKERS).map(|n| (key, n)))
+        {
+            return Err(Error::config(
+                format!("error: `{key}` = {n} is more than {MAX_WORKERS} workers"),
+                format!(
+                    "each worker is a thread of this process (under MPI, a rank): ask for at \
+                     most {MAX_WORKERS}"
+                ),
             ));
         }
         if let (Some(workers), Some(max)) = (self.workers, self.max_workers) {

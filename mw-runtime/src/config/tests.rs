@@ -74,6 +74,32 @@ fn invalid_values_are_refused_with_help() {
 }
 
 #[test]
+fn absurd_worker_counts_are_refused_before_anything_runs() {
+    let file = ConfigFile::parse("[run]\nmax_workers = 9223372036854775807").unwrap();
+    let e = RunConfig::merge(&file.run, &RunArgs::default())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("`max_workers` = 9223372036854775807 is more than 4096 workers")
+            && e.contains("help:"),
+        "{e}"
+    );
+    let args = RunArgs {
+        workers: Some(100_000),
+        ..RunArgs::default()
+    };
+    let e = RunConfig::merge(&ConfigFile::default().run, &args)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("`workers` = 100000 is more than 4096"), "{e}");
+    let fine = RunArgs {
+        workers: Some(MAX_WORKERS),
+        ..RunArgs::default()
+    };
+    RunConfig::merge(&ConfigFile::default().run, &fine).unwrap();
+}
+
+#[test]
 fn prefetch_defaults_to_one_chunk_ahead_under_async_only() {
     let merged = |section: &str, args: RunArgs| {
         let file = ConfigFile::parse(section).unwrap();

@@ -912,31 +912,38 @@ where
 
     /// Tells every worker to stop and waits for each to finish `final_work`.
     fn shutdown(&mut self) -> Result<()> {
-        let pool = self.link.pool();
-        let mut first_error = None;
-        for worker in 0..pool {
-            if let Err(e) = self.link.send(worker, ToWorker::Stop) {
-                first_error.get_or_insert(e);
-            }
-        }
-        let mut finished = 0;
-        while finished < pool {
-            match self.link.recv() {
-                Ok((_, FromWorker::Finished { error: None })) => finished += 1,
-                Ok((worker, FromWorker::Finished { error: Some(e) })) => {
-                    finished += 1;
-                    eprintln!("warning: worker {worker}: final_work failed: {e}");
-                }
-                // Answers to chunks of an iteration that failed midway: dropped, never recovered.
-                Ok(_) => {}
-                Err(e) => {
-                    first_error.get_or_insert(e);
-                    break;
-                }
-            }
-        }
-        first_error.map_or(Ok(()), Err)
+        stop_workers(self.link)
     }
+}
+
+/// Tells every worker of `link` to stop and waits for each to finish `final_work`: at the end
+/// of a run, and after the master panicked, when no engine is left to do it.
+pub(crate) fn stop_workers<T, S, R>(link: &mut impl MasterLink<T, S, R>) -> Result<()> {
+    let pool = link.pool();
+    let mut first_error = None;
+    for worker in 0..pool {
+        if let Err(e) = link.send(worker, ToWorker::Stop) {
+            first_error.get_or_insert(e);
+        }
+    }
+    let mut finished = 0;
+    while finished < pool {
+        match link.recv() {
+            Ok((_, FromWorker::Finished { error: None })) => finished += 1,
+            Ok((worker, FromWorker::Finished { error: Some(e) })) => {
+                finished += 1;
+                eprintln!("warning: worker {worker}: final_work failed: {e}");
+            }
+            // Answers to chunks of an iteration that failed midway, and `Ready`s the master
+            // never took: dropped, never recovered.
+            Ok(_) => {}
+            Err(e) => {
+                first_error.get_or_insert(e);
+                break;
+            }
+        }
+    }
+    first_error.map_or(Ok(()), Err)
 }
 
 thread_local! {

@@ -34,7 +34,8 @@ use self::posted::Posted;
 use super::{Chunk, Done, Failed, FromWorker, MasterLink, ToWorker, WorkerLink};
 use crate::codec::{self, DecodeError, DecodeErrorKind, Message, Reader};
 use crate::config::Protocol;
-use crate::error::{Error, Result};
+use crate::engine::master::{guarded, run_master, stop_workers};
+use crate::error::{Error, ErrorKind, Result};
 use crate::tuning::Layout;
 
 const SHARED: Tag = 1;
@@ -609,8 +610,20 @@ where
             );
         }
         let mut link = MpiMaster::new(world, config.protocol, layout);
-        let mut master = master();
-        crate::engine::master::run_master(&mut master, &mut link, config, app).map(Some)
+        let outcome = guarded(|| run_master(&mut master(), &mut link, config, app));
+        let panicked = outcome
+            .as_ref()
+            .is_err_and(|e| matches!(e.kind(), ErrorKind::MasterPanicked { .. }));
+        if panicked {
+            // The engine unwound without stopping the workers: stop them here, or they would
+            // wait for the master forever. Without waiting for each to take its `Stop`: under
+            // sync, a worker still busy with a chunk waits for the master to take its answer.
+            link.protocol = Protocol::Async;
+            if let Err(stop) = stop_workers(&mut link) {
+                eprintln!("warning: after the master's panic, stopping the workers: {stop}");
+            }
+        }
+        outcome.map(Some)
     } else {
         let setup = crate::app::WorkerSetup {
             index: rank - 1,
