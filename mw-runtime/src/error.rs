@@ -164,9 +164,12 @@ impl fmt::Display for Error {
     }
 }
 
+/// What a `main` that returns this error prints after its own `Error: `: the message, without
+/// the `error: ` that configuration errors open with (`Error: error: ...` says it twice).
 impl fmt::Debug for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Display::fmt(self, f)
+        let text = self.to_string();
+        f.write_str(text.strip_prefix("error: ").unwrap_or(&text))
     }
 }
 
@@ -178,5 +181,23 @@ impl std::error::Error for Error {
             ErrorKind::App(e) => Some(e.as_ref()),
             _ => None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn main_says_error_once() {
+        let e = Error::config("error: `workers` = 0", "ask for one or more");
+        assert_eq!(
+            e.to_string(),
+            "error: `workers` = 0\nhelp: ask for one or more"
+        );
+        // `fn main() -> Result` prints "Error: " and then this.
+        assert_eq!(format!("{e:?}"), "`workers` = 0\nhelp: ask for one or more");
+        let other = Error::app("no input file");
+        assert_eq!(format!("{other:?}"), "no input file");
     }
 }
