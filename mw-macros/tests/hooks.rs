@@ -146,9 +146,12 @@ fn masters_and_workers_from_the_macros_run() {
             fire: Fire::default(),
             out: seen2,
         },
-        || Walker {
-            initialized: false,
-            finals: finals.clone(),
+        {
+            let finals = finals.clone();
+            move || Walker {
+                initialized: false,
+                finals: finals.clone(),
+            }
         },
     )
     .expect("runs");
@@ -252,13 +255,12 @@ impl Ticks {
 #[test]
 fn unit_results() {
     let calls = Arc::new(AtomicUsize::new(0));
-    mw::run_with(
-        &local(2),
-        || Ticks,
-        || Counter {
+    mw::run_with(&local(2), || Ticks, {
+        let calls = calls.clone();
+        move || Counter {
             calls: calls.clone(),
-        },
-    )
+        }
+    })
     .expect("runs");
     assert_eq!(calls.load(Ordering::SeqCst), 5);
 }
@@ -333,4 +335,79 @@ fn more_tasks_streams_through_the_macro() {
         sum: 0,
     };
     mw::run_with(&local(3), sweep, || Squarer).expect("every square summed");
+}
+
+/// Counts what came back: results, and tasks reported failed for good.
+#[derive(Default)]
+struct Tally {
+    results: Vec<u32>,
+    failed: Vec<(usize, usize)>,
+}
+
+#[mw::master]
+impl Tally {
+    fn partition(&mut self, it: &Iteration) -> Work<(), u32> {
+        Work::tasks(if it.index == 0 {
+            (0..20).collect()
+        } else {
+            Vec::new()
+        })
+    }
+
+    fn recover(&mut self, task: TaskId, n: u32) {
+        assert_eq!(task.index() as u32, n);
+        self.results.push(n);
+    }
+
+    fn task_failed(&mut self, task: TaskId, errors: &[String]) {
+        self.failed.push((task.index(), errors.len()));
+    }
+
+    fn final_work(&mut self) -> mw::Result<()> {
+        self.results.sort_unstable();
+        let expected: Vec<u32> = (0..20).filter(|&n| n != 7).collect();
+        if self.results != expected || self.failed != [(7, 2)] {
+            return Err(mw::Error::app(format!(
+                "results {:?}, failed {:?}",
+                self.results, self.failed
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// Fails task 7 every time, with an error rather than a panic.
+#[derive(Default)]
+struct Picky;
+
+#[mw::worker]
+impl Picky {
+    fn do_work(&mut self, _: &(), n: &u32) -> Result<u32, String> {
+        if *n == 7 {
+            return Err(format!("task {n} is not wanted"));
+        }
+        Ok(*n)
+    }
+}
+
+#[test]
+fn a_do_work_that_returns_errors_has_its_tasks_retried_then_skipped() {
+    let args = RunArgs {
+        task_retries: Some(1),
+        on_task_failure: Some(mw::config::OnTaskFailure::Skip),
+        ..local(2)
+    };
+    mw::run_with(&args, Tally::default, Picky::default).expect("all but task 7 recovered");
+    // Without `skip`, the same run fails naming the task and both attempts.
+    let args = RunArgs {
+        task_retries: Some(1),
+        ..local(2)
+    };
+    let err = mw::run_with(&args, Tally::default, Picky::default).unwrap_err();
+    let text = err.to_string();
+    assert!(
+        text.contains("task 7 of iteration 0 failed 2 times"),
+        "{text}"
+    );
+    assert_eq!(text.matches("task 7 is not wanted").count(), 2, "{text}");
 }

@@ -3,7 +3,9 @@
 
 pub use std::vec::Vec;
 
-pub use crate::app::{Flow, Iteration, Master, Setup, TaskId, Work, Worker, WorkerSetup};
+pub use crate::app::{
+    Flow, Iteration, Master, Setup, TaskError, TaskId, Work, Worker, WorkerSetup,
+};
 pub use crate::codec::{DecodeError, DecodeErrorKind, Message, Reader, varint_len, write_varint};
 pub use crate::error::Result;
 

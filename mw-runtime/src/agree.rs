@@ -133,6 +133,17 @@ where
         self.worker.do_work(shared, task).into_master()
     }
 
+    #[inline]
+    fn try_work(
+        &mut self,
+        shared: &M::Shared,
+        task: &M::Task,
+    ) -> std::result::Result<M::Result, crate::app::TaskError> {
+        let shared = <W::Shared as SameShared<_, M, W>>::from_master(shared);
+        let task = <W::Task as SameTask<_, M, W>>::from_master(task);
+        self.worker.try_work(shared, task).map(|r| r.into_master())
+    }
+
     fn final_work(&mut self) -> crate::Result<()> {
         self.worker.final_work()
     }

@@ -57,7 +57,16 @@ pub trait Master {
     /// task, in the order results arrive.
     fn recover(&mut self, task: TaskId, result: Self::Result);
 
-    /// Called after every task of the iteration was recovered; [`Flow::Stop`] ends the run.
+    /// Task `task` failed on every attempt (`errors`, one per attempt) and the run was told to
+    /// go on (`--on-task-failure skip`): it has no result and `recover` is not called for it.
+    /// Without `skip` the run ends with [`ErrorKind::TaskFailed`](crate::ErrorKind::TaskFailed)
+    /// instead and this is not called.
+    fn task_failed(&mut self, task: TaskId, errors: &[String]) {
+        let _ = (task, errors);
+    }
+
+    /// Called after every task of the iteration was recovered (or, skipped, reported to
+    /// [`task_failed`](Master::task_failed)); [`Flow::Stop`] ends the run.
     fn end_iteration(&mut self, iteration: &Iteration) -> Flow {
         let _ = iteration;
         Flow::Continue
@@ -93,11 +102,32 @@ pub trait Worker {
     }
 
     /// Processes one task (`_W_DoWork`). The task is borrowed so that, should this panic, the
-    /// runtime still holds it and re-runs it on another worker.
+    /// runtime still holds it and re-runs it elsewhere (see [`try_work`](Worker::try_work)).
     fn do_work(&mut self, shared: &Self::Shared, task: &Self::Task) -> Self::Result;
 
-    /// Called once after the last task (`_W_FinalWork`); not called on a worker whose
-    /// `do_work` panicked, since its state may be inconsistent.
+    /// Processes one task that may fail: what the runtime calls. By default [`do_work`]
+    /// (Worker::do_work), which cannot. A worker whose tasks can fail implements this and
+    /// makes `do_work` call it (the `#[mw::worker]` macro does both for a `do_work` that
+    /// returns a `Result`).
+    ///
+    /// A task that fails, by an error here or a panic, is run again, on another worker when
+    /// there is one, up to `--task-retries` times; then the run fails naming the task and
+    /// every attempt's error, or with `--on-task-failure skip` the master is told
+    /// ([`Master::task_failed`]) and the run goes on. After a panic the worker is built afresh
+    /// (constructor and `initialize`), since its state may be half-updated; a worker whose
+    /// tasks keep failing sits out for a while.
+    ///
+    /// # Errors
+    /// Whatever made the task fail, said in a way that helps whoever reads the run's error.
+    fn try_work(
+        &mut self,
+        shared: &Self::Shared,
+        task: &Self::Task,
+    ) -> std::result::Result<Self::Result, TaskError> {
+        Ok(self.do_work(shared, task))
+    }
+
+    /// Called once after the last task (`_W_FinalWork`).
     ///
     /// # Errors
     /// Reported by the master; the run's other results are kept.
@@ -105,6 +135,10 @@ pub trait Worker {
         Ok(())
     }
 }
+
+/// Why a task failed, as [`Worker::try_work`] returns it: any error, or a message
+/// (`"bad input".into()`).
+pub type TaskError = Box<dyn std::error::Error + Send + Sync>;
 
 /// What [`Master::partition`] returns: the shared part of an iteration and its tasks.
 #[derive(Debug, Clone, PartialEq)]

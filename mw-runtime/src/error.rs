@@ -24,11 +24,12 @@ pub enum ErrorKind {
     Config { message: String, help: String },
     /// `Mw.toml` (or the file given with `--config`) could not be read or parsed.
     ConfigFile { path: PathBuf, message: String },
-    /// A task made every worker fail: the run cannot finish.
+    /// A task failed on every attempt (`--task-retries` plus the first), or no worker was left
+    /// to run it: the run cannot finish. `attempts` says each attempt's worker and error.
     TaskFailed {
         iteration: usize,
         task: usize,
-        message: String,
+        attempts: Vec<String>,
     },
     /// No worker could start (every `Worker::initialize` failed or the pool is empty).
     NoWorkers { message: String },
@@ -133,11 +134,23 @@ impl fmt::Display for Error {
             ErrorKind::TaskFailed {
                 iteration,
                 task,
-                message,
-            } => write!(
-                f,
-                "task {task} of iteration {iteration} failed on every worker: {message}"
-            ),
+                attempts,
+            } => {
+                let times = match attempts.len() {
+                    1 => "once".to_owned(),
+                    n => format!("{n} times"),
+                };
+                write!(f, "task {task} of iteration {iteration} failed {times}")?;
+                for (n, attempt) in attempts.iter().enumerate() {
+                    write!(f, "\n  attempt {}: {attempt}", n + 1)?;
+                }
+                write!(
+                    f,
+                    "\nhelp: fix the task or `do_work`; `--task-retries N` tries a task N more \
+                     times, `--on-task-failure skip` goes on without it (the master's \
+                     `task_failed` is told)"
+                )
+            }
             ErrorKind::NoWorkers { message } => write!(f, "no worker could start: {message}"),
             ErrorKind::Backend { message } => write!(f, "communication backend failed: {message}"),
             ErrorKind::Decode(e) => write!(f, "{e}"),

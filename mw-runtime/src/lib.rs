@@ -65,6 +65,7 @@ pub mod codec;
 pub mod config;
 mod engine;
 mod error;
+pub mod fault;
 pub mod load;
 pub mod measure;
 pub mod metrics;
@@ -78,7 +79,7 @@ mod transport;
 pub mod tunables;
 pub mod tuning;
 
-pub use app::{Flow, Iteration, Master, Setup, TaskId, Work, Worker, WorkerSetup};
+pub use app::{Flow, Iteration, Master, Setup, TaskError, TaskId, Work, Worker, WorkerSetup};
 pub use codec::{DecodeError, Message};
 pub use config::{
     BackendChoice, EmulatedLink, Objective, Protocol, RunArgs, RunConfig, TuneMode, TuningConfig,

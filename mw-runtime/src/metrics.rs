@@ -60,6 +60,9 @@ pub struct IterationMetrics {
     /// Chunks sent ahead (prefetched) to a worker that still held another.
     #[serde(default)]
     pub prefetched: usize,
+    /// Late chunks copied to an idle worker (`--backup-after`); the first answer won.
+    #[serde(default)]
+    pub backups: usize,
     /// Processing time of each worker of the pool in this iteration, in ms.
     pub busy_ms: Vec<f64>,
     /// Mean time of one task in this iteration, in ms (`μ`).

@@ -13,6 +13,7 @@ use crate::error::{Error, Result};
 use crate::metrics::RunMetrics;
 use crate::summary;
 use crate::transport::local;
+use std::sync::Arc;
 
 /// What a finished run leaves: the metrics on the master, nothing on an MPI worker rank.
 #[derive(Debug)]
@@ -43,7 +44,9 @@ struct RuntimeOnly {
 /// (`--workers`, `--policy`, ...).
 ///
 /// `master` is called once, on the master; `worker` once per worker (per thread on the local
-/// backend, per rank under MPI), so that each process builds only what it runs. Programs with
+/// backend, per rank under MPI), so that each process builds only what it runs, and again for a
+/// worker whose `do_work` panicked. It owns what it captures (`move ||`): a worker thread
+/// that hangs for good is left behind when the run ends, so it cannot borrow from the caller. Programs with
 /// flags of their own flatten [`RunArgs`] into their parser and call [`run_with`].
 ///
 /// The worker must exchange the master's messages: its `Task`, `Result` and `Shared` are the
@@ -52,7 +55,10 @@ struct RuntimeOnly {
 /// # Errors
 /// Invalid configuration, a task that failed on every worker, a backend failure, or an error
 /// returned by a hook. Invalid flags print clap's message and exit with status 2.
-pub fn run<M, W>(master: impl FnOnce() -> M, worker: impl Fn() -> W + Sync) -> Result<()>
+pub fn run<M, W>(
+    master: impl FnOnce() -> M,
+    worker: impl Fn() -> W + Send + Sync + 'static,
+) -> Result<()>
 where
     M: Master,
     W: Worker,
@@ -100,7 +106,7 @@ where
 pub fn run_with<M, W>(
     args: &RunArgs,
     master: impl FnOnce() -> M,
-    worker: impl Fn() -> W + Sync,
+    worker: impl Fn() -> W + Send + Sync + 'static,
 ) -> Result<Report>
 where
     M: Master,
@@ -120,7 +126,7 @@ where
 pub fn run_config<M, W>(
     config: &RunConfig,
     master: impl FnOnce() -> M,
-    worker: impl Fn() -> W + Sync,
+    worker: impl Fn() -> W + Send + Sync + 'static,
 ) -> Result<Report>
 where
     M: Master,
@@ -130,7 +136,7 @@ where
     W::Shared: SameShared<M::Shared, M, W>,
 {
     config.validate()?;
-    let worker = || Agreed::<M, W>::new(worker());
+    let worker = move || Agreed::<M, W>::new(worker());
     let use_mpi = match config.backend {
         BackendChoice::Local => false,
         BackendChoice::Mpi => true,
@@ -166,7 +172,7 @@ where
 fn run_mpi<M, W>(
     config: &RunConfig,
     master: impl FnOnce() -> M,
-    worker: impl Fn() -> W + Sync,
+    worker: impl Fn() -> W + Send + Sync + 'static,
 ) -> Result<Option<RunMetrics>>
 where
     M: Master,
@@ -196,41 +202,56 @@ fn run_mpi<M, W>(
 fn run_local<M, W>(
     config: &RunConfig,
     master: impl FnOnce() -> M,
-    worker: impl Fn() -> W + Sync,
+    worker: impl Fn() -> W + Send + Sync + 'static,
 ) -> Result<RunMetrics>
 where
     M: Master,
     W: Worker<Task = M::Task, Result = M::Result, Shared = M::Shared>,
 {
     let pool = config.local_pool();
-    // The pool may be larger than the start, for the tuner to grow into (`local_pool`).
     let config = &RunConfig {
         workers: Some(config.local_start(pool)),
         ..config.clone()
     };
     let (mut link, ends) = local::connect(pool, config.protocol, config.link);
-    let worker = &worker;
-    std::thread::scope(|scope| {
-        for (index, mut end) in ends.into_iter().enumerate() {
-            let setup = WorkerSetup {
-                index,
-                pool,
-                backend: "local",
-            };
-            std::thread::Builder::new()
-                .name(format!("mw-worker-{index}"))
-                .spawn_scoped(scope, move || serve(worker, &setup, &config.load, &mut end))
-                .map_err(|e| Error::backend(format!("cannot start worker thread {index}: {e}")))?;
+    let worker = Arc::new(worker);
+    // Worker threads are not scoped: one that hangs in `do_work` for good is given up on and
+    // left behind, instead of keeping the run from ending. The others are joined.
+    let mut threads = Vec::with_capacity(pool);
+    for (index, mut end) in ends.into_iter().enumerate() {
+        let setup = WorkerSetup {
+            index,
+            pool,
+            backend: "local",
+        };
+        let (worker, load) = (Arc::clone(&worker), config.load.clone());
+        let spawned = std::thread::Builder::new()
+            .name(format!("mw-worker-{index}"))
+            .spawn(move || serve(&*worker, &setup, &load, &mut end));
+        match spawned {
+            Ok(thread) => threads.push(thread),
+            Err(e) => {
+                // The threads started so far see their inbox closed and end.
+                drop(link);
+                return Err(Error::config(
+                    format!("error: cannot start worker thread {index} of {pool}: {e}"),
+                    "ask for fewer workers (--workers, --max-workers), or raise the limits on \
+                     threads and memory (ulimit -u, ulimit -v)",
+                ));
+            }
         }
-        let outcome = guarded(|| run_master(&mut master(), &mut link, config, &app_name()));
-        // Closing the channels is what tells the workers to stop when the master panicked
-        // midway: each sees its inbox closed and returns, and the scope can join them.
-        drop(link);
-        outcome
-    })
+    }
+    let outcome = guarded(|| run_master(&mut master(), &mut link, config, &app_name()));
+    let gone = link.forsaken_workers();
+    drop(link);
+    for (index, thread) in threads.into_iter().enumerate() {
+        if !gone.contains(&index) {
+            let _ = thread.join();
+        }
+    }
+    outcome
 }
 
-/// The number of processes when this one was started by `mpirun`/`mpiexec`.
 pub(crate) fn launched_by_mpirun() -> Option<usize> {
     [
         "OMPI_COMM_WORLD_SIZE",

@@ -215,7 +215,8 @@ fn main() {
             Some(ahead) => Checker::streaming(&scenario, ahead),
             None => Checker::new(&scenario),
         };
-        let outcome = mw_runtime::run_config(&config, checker, || Sleeper::new(scenario.panic_at));
+        let panic_at = scenario.panic_at;
+        let outcome = mw_runtime::run_config(&config, checker, move || Sleeper::new(panic_at));
         if rank != 0 {
             continue;
         }

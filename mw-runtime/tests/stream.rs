@@ -238,7 +238,7 @@ fn tasks_made_from_results_are_each_recovered_once() {
                         order: Vec::new(),
                         recovered: Vec::new(),
                     },
-                    || Brancher { depth },
+                    move || Brancher { depth },
                 )
                 .unwrap_or_else(|e| panic!("{policy} {protocol} {tune:?}: {e}"))
                 .into_metrics()

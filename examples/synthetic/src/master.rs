@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use mw::prelude::*;
 
+use crate::inject::Inject;
 use crate::messages::{Echo, Job, Round};
 use crate::payload::{self, checksum};
 use crate::times::TaskTimes;
@@ -74,6 +75,9 @@ pub struct SyntheticMaster {
     first_id: u64,
     outcome: Outcome,
     report: Option<Sender<Outcome>>,
+    /// The iteration under way, and the faults to inject (`--inject`).
+    iteration: u64,
+    inject: Inject,
 }
 
 impl SyntheticMaster {
@@ -87,7 +91,16 @@ impl SyntheticMaster {
             first_id: 0,
             outcome: Outcome::default(),
             report: None,
+            iteration: 0,
+            inject: Inject::default(),
         }
+    }
+
+    /// Goes wrong as `inject` says (its `master-panic@I` faults).
+    #[must_use]
+    pub fn inject(mut self, inject: Inject) -> Self {
+        self.inject = inject;
+        self
     }
 
     /// Sends the [`Outcome`] to `report` when the run ends.
@@ -146,6 +159,7 @@ impl SyntheticMaster {
         }
         let tasks = self.settings.tasks;
         let iteration = it.index as u64;
+        self.iteration = iteration;
         self.first_id = iteration * tasks as u64;
         let data = payload::fill(iteration, payload::SHARED, self.settings.shared_bytes);
         self.shared_checksum = checksum(&data);
@@ -171,6 +185,12 @@ impl SyntheticMaster {
     }
 
     fn recover(&mut self, task: TaskId, echo: Echo) {
+        if self.inject.master_panics(self.iteration) {
+            panic!(
+                "injected: the master panics in iteration {}",
+                self.iteration
+            );
+        }
         let index = task.index();
         if self.seen.get(index).copied().unwrap_or(true) {
             self.problem(format!(

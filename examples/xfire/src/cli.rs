@@ -358,7 +358,10 @@ fn simulate(sim: &SimArgs, run: &mw::RunArgs) -> Result<(), CliError> {
             .write_to(sim.out.clone())
             .report_to(report)
     };
-    let worker = || FireWorker::new(Arc::clone(&land));
+    let worker = {
+        let land = Arc::clone(&land);
+        move || FireWorker::new(Arc::clone(&land))
+    };
     let result = mw::run_with(run, master, worker).map_err(runtime_error)?;
     // Only the master's process has an outcome (MPI worker ranks do not).
     if let Ok(outcome) = outcome.try_recv() {

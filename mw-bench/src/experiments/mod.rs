@@ -24,6 +24,7 @@ pub fn program(tasks: usize, iterations: usize, mean_ms: f64, stddev: f64) -> Pr
         result_bytes: 8,
         shared_bytes: 0,
         spin: false,
+        inject: None,
     }
 }
 

@@ -92,6 +92,19 @@ pub(crate) fn trait_impl(
                         }
                     }
                 }),
+                hooks.get("task_failed").map(|c| {
+                    let m = c.method();
+                    let call = call(m, &[param(m, 0, "task"), param(m, 1, "errors")]);
+                    quote! {
+                        fn task_failed(
+                            &mut self,
+                            task: #p::TaskId,
+                            errors: &[::std::string::String],
+                        ) {
+                            #call
+                        }
+                    }
+                }),
                 hooks.get("end_iteration").map(|c| {
                     let call = call(c.method(), &[param(c.method(), 0, "iteration")]);
                     quote! {
@@ -112,6 +125,7 @@ pub(crate) fn trait_impl(
                     task,
                     task_by_value,
                     result,
+                    fallible,
                 }) => {
                     let task_arg = param(method, 1, "task");
                     let task_arg = if *task_by_value {
@@ -121,13 +135,42 @@ pub(crate) fn trait_impl(
                         task_arg
                     };
                     let call = call(method, &[param(method, 0, "shared"), task_arg]);
-                    let do_work = quote! {
-                        fn do_work(
-                            &mut self,
-                            shared: &Self::Shared,
-                            task: &Self::Task,
-                        ) -> Self::Result {
-                            #call
+                    let do_work = if *fallible {
+                        // The runtime calls `try_work`; `do_work`, its infallible form, fails by
+                        // panicking, which the runtime also catches.
+                        quote! {
+                            fn do_work(
+                                &mut self,
+                                shared: &Self::Shared,
+                                task: &Self::Task,
+                            ) -> Self::Result {
+                                match <Self as #p::Worker>::try_work(self, shared, task) {
+                                    ::core::result::Result::Ok(result) => result,
+                                    ::core::result::Result::Err(error) => {
+                                        ::core::panic!("{}", error)
+                                    }
+                                }
+                            }
+                            fn try_work(
+                                &mut self,
+                                shared: &Self::Shared,
+                                task: &Self::Task,
+                            ) -> ::core::result::Result<Self::Result, #p::TaskError> {
+                                ::core::result::Result::map_err(
+                                    #call,
+                                    ::core::convert::Into::into,
+                                )
+                            }
+                        }
+                    } else {
+                        quote! {
+                            fn do_work(
+                                &mut self,
+                                shared: &Self::Shared,
+                                task: &Self::Task,
+                            ) -> Self::Result {
+                                #call
+                            }
                         }
                     };
                     let result = match result {

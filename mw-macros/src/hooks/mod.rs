@@ -51,6 +51,11 @@ const MASTER_HOOKS: &[Hook] = &[
         signature: "fn recover(&mut self, task: {mw}::TaskId, result: Result)",
     },
     Hook {
+        name: "task_failed",
+        required: false,
+        signature: "fn task_failed(&mut self, task: {mw}::TaskId, errors: &[String])",
+    },
+    Hook {
         name: "end_iteration",
         required: false,
         signature: "fn end_iteration(&mut self, iteration: &{mw}::Iteration) -> {mw}::Flow",

@@ -30,8 +30,10 @@ pub(crate) enum Checked<'a> {
         shared: &'a Type,
         task: &'a Type,
         task_by_value: bool,
-        /// `None` for `()`.
+        /// `None` for `()`; of a fallible `do_work`, the `Ok` type.
         result: Option<&'a Type>,
+        /// Whether `do_work` returns a `Result` (its error is the task's failure).
+        fallible: bool,
     },
 }
 
@@ -177,7 +179,7 @@ fn check<'a>(
     }
     let arity = match (role, hook.name) {
         (_, "final_work") => 0,
-        (Role::Master, "recover" | "more_tasks") | (Role::Worker, "do_work") => 2,
+        (Role::Master, "recover" | "more_tasks" | "task_failed") | (Role::Worker, "do_work") => 2,
         _ => 1,
     };
     if params.len() != arity {
@@ -220,6 +222,22 @@ fn check<'a>(
         (_, "final_work") => {
             if ret.is_none() {
                 fail(cx, &sig.ident, "it must return `Result<()>`");
+            }
+            Checked::Plain { method }
+        }
+        (Role::Master, "task_failed") => {
+            if !is_named(&params[0].ty, "TaskId") {
+                fail(cx, &params[0].ty, "its first parameter must be `TaskId`");
+            }
+            if !matches!(&*params[1].ty, Type::Reference(r) if r.mutability.is_none()) {
+                fail(
+                    cx,
+                    &params[1].ty,
+                    "its second parameter must be `&[String]`",
+                );
+            }
+            if let Some(ty) = ret {
+                fail(cx, ty, "it returns nothing");
             }
             Checked::Plain { method }
         }
@@ -319,13 +337,17 @@ fn check<'a>(
                 }
                 other => (other, true),
             };
-            let result = ret;
+            let (result, fallible) = match ret.and_then(result_ok) {
+                Some(ok) => (Some(ok), true),
+                None => (ret, false),
+            };
             Checked::DoWork {
                 method,
                 shared,
                 task,
                 task_by_value,
                 result,
+                fallible,
             }
         }
         _ => return None,
@@ -369,6 +391,29 @@ fn is_vec(ty: &Type) -> bool {
         Type::Group(group) => is_vec(&group.elem),
         Type::Paren(paren) => is_vec(&paren.elem),
         _ => false,
+    }
+}
+
+/// The `Ok` type of `Result<T, E>` or of an alias such as `mw::Result<T>`: a `do_work` that
+/// returns one can fail.
+fn result_ok(ty: &Type) -> Option<&Type> {
+    match ty {
+        Type::Path(path) if path.qself.is_none() => {
+            let last = path.path.segments.last()?;
+            if last.ident != "Result" {
+                return None;
+            }
+            let syn::PathArguments::AngleBracketed(args) = &last.arguments else {
+                return None;
+            };
+            match args.args.first() {
+                Some(syn::GenericArgument::Type(ok)) if args.args.len() <= 2 => Some(ok),
+                _ => None,
+            }
+        }
+        Type::Group(group) => result_ok(&group.elem),
+        Type::Paren(paren) => result_ok(&paren.elem),
+        _ => None,
     }
 }
 

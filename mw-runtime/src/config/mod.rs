@@ -15,8 +15,10 @@ use crate::policy::PolicyName;
 use crate::tunables::{Tunables, check_factor};
 use crate::tuning::ControlAddr;
 
+mod faults;
 mod tuning;
 
+pub use faults::{BACKUP_MARGIN, FaultConfig, MAX_TASK_RETRIES, OnTaskFailure};
 pub use tuning::{Objective, TuneMode, TuningConfig, TuningSection};
 
 /// How the master sends messages; the performance model has a branch for each.
@@ -125,6 +127,18 @@ pub struct RunArgs {
     /// Expose the tunables on a control endpoint: a Unix socket path or 127.0.0.1:PORT
     #[arg(long, value_name = "ADDR")]
     pub control: Option<ControlAddr>,
+    /// Attempts at a failing task beyond the first, on another worker when there is one [default: 2]
+    #[arg(long, value_name = "N", value_parser = faults::parse_retries, help_heading = "Faults")]
+    pub task_retries: Option<u32>,
+    /// What a task that failed every attempt does: end the run (`fail`), or go on without it, telling the master's `task_failed` (`skip`) [default: fail]
+    #[arg(long, value_name = "WHAT", help_heading = "Faults")]
+    pub on_task_failure: Option<OnTaskFailure>,
+    /// Copy a chunk to an idle worker once it has been out this many times its expected time; the first answer wins; 0: never [default: 3]
+    #[arg(long, value_name = "TIMES", value_parser = faults::parse_backup, help_heading = "Faults")]
+    pub backup_after: Option<f64>,
+    /// Declare a worker lost once it holds chunks and has said nothing for this many seconds; its chunks run elsewhere [default: 60]
+    #[arg(long, value_name = "SECS", value_parser = faults::parse_seconds, help_heading = "Faults")]
+    pub liveness_timeout: Option<f64>,
 }
 
 fn parse_count(text: &str) -> std::result::Result<usize, String> {
@@ -196,6 +210,12 @@ pub struct RunSection {
     /// Emulated link, as `--link-latency` (ms) and `--link-bandwidth` (Mbit/s).
     pub link_latency: Option<f64>,
     pub link_bandwidth: Option<f64>,
+    /// Failing tasks and lost workers, as the flags of the same names.
+    pub task_retries: Option<u32>,
+    pub on_task_failure: Option<OnTaskFailure>,
+    pub backup_after: Option<f64>,
+    /// Seconds.
+    pub liveness_timeout: Option<f64>,
 }
 
 /// `Mw.toml`: the run defaults of a project, plus the answers `mwgen new` was given (kept in
@@ -272,6 +292,8 @@ pub struct RunConfig {
     pub load: LoadPattern,
     /// Emulated network between master and workers on the local backend.
     pub link: Option<EmulatedLink>,
+    /// Failing tasks, stragglers, silent workers.
+    pub faults: FaultConfig,
 }
 
 /// An emulated network (`--link-latency`, `--link-bandwidth`): the master's network card, one
@@ -311,6 +333,7 @@ impl Default for RunConfig {
             quiet: false,
             load: LoadPattern::None,
             link: None,
+            faults: FaultConfig::default(),
         }
     }
 }
@@ -410,6 +433,32 @@ impl RunConfig {
                     bandwidth_mbit: bandwidth,
                 }),
             },
+            faults: FaultConfig {
+                task_retries: args
+                    .task_retries
+                    .or(file.task_retries)
+                    .unwrap_or(defaults.faults.task_retries),
+                on_task_failure: args
+                    .on_task_failure
+                    .or(file.on_task_failure)
+                    .unwrap_or(defaults.faults.on_task_failure),
+                backup_after: args
+                    .backup_after
+                    .or(file.backup_after)
+                    .unwrap_or(defaults.faults.backup_after),
+                liveness: match args.liveness_timeout.or(file.liveness_timeout) {
+                    Some(secs) if secs.is_finite() && secs > 0.0 && secs <= 1e9 => {
+                        std::time::Duration::from_secs_f64(secs)
+                    }
+                    Some(secs) => {
+                        return Err(Error::config(
+                            format!("error: `liveness_timeout` = {secs} is not a positive number"),
+                            "give the seconds a busy worker may stay silent (default 60)",
+                        ));
+                    }
+                    None => defaults.faults.liveness,
+                },
+            },
         };
         config.validate()?;
         Ok(config)
@@ -491,6 +540,7 @@ impl RunConfig {
             }
             _ => {}
         }
+        self.faults.validate()?;
         self.tuning.validate()
     }
 

@@ -2,7 +2,7 @@
 //! result exactly once, re-run the chunks of failed workers.
 
 use std::cell::Cell;
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -20,6 +20,10 @@ use crate::trace::{MasterWork, Trace};
 use crate::transport::{Chunk, Done, Failed, FromWorker, MasterLink, ToWorker};
 use crate::tunables::TunablesHandle;
 use crate::tuning::{ControlServer, Span, Status, Tuner};
+
+mod faults;
+
+use faults::{Open, Retry, Standing, WATCH_EVERY};
 
 /// Runs the whole program on the master: initialize, iterate, shut the workers down, final work.
 /// Workers are always told to stop, even when the run fails, so no thread or rank is left waiting.
@@ -45,6 +49,8 @@ where
         policy: config.policy.build(),
         policy_name: config.policy,
         healthy: vec![true; pool],
+        standing: vec![Standing::new(started); pool],
+        held: (0..pool).map(|_| VecDeque::new()).collect(),
         stats: TaskStats::new(pool),
         tuner: Tuner::new(config, layout),
         control: None,
@@ -94,8 +100,14 @@ struct Engine<'a, M: Master, L> {
     tunables: TunablesHandle,
     policy: Box<dyn Policy>,
     policy_name: PolicyName,
-    /// Workers that have not failed.
+    /// Workers that may take part: not lost, not sitting out after repeated failures.
     healthy: Vec<bool>,
+    /// Per worker, what the engine knows of its faults.
+    standing: Vec<Standing>,
+    /// Per worker, the chunks it holds in the order it will answer them: the one it processes,
+    /// then those sent ahead. Kept across iterations: a worker still busy with a chunk whose
+    /// copy was answered first takes no new part until it has answered.
+    held: Vec<VecDeque<InFlight>>,
     stats: TaskStats,
     tuner: Tuner,
     control: Option<ControlServer>,
@@ -112,8 +124,10 @@ struct Engine<'a, M: Master, L> {
 /// A chunk out at a worker.
 struct InFlight {
     chunk: u64,
+    iteration: usize,
     first: usize,
     len: usize,
+    sent: Instant,
 }
 
 /// The state of one iteration being distributed.
@@ -127,11 +141,15 @@ struct Round<M: Master> {
     /// Whether `more_tasks` added any: the iteration's length was not known at its start.
     streamed: bool,
     next_task: usize,
-    /// Chunks of failed workers, to hand out before new ones.
-    retry: VecDeque<(usize, Vec<M::Task>)>,
-    /// Per worker, the chunks it holds in the order it will answer them: the one it processes,
-    /// then those prefetched.
-    in_flight: Vec<VecDeque<InFlight>>,
+    /// Tasks to run again (of failed tasks and lost workers), handed out before new ones.
+    retry: VecDeque<Retry<M::Task>>,
+    /// The chunks out and not yet answered, by first task: their tasks, encoded, to copy
+    /// them to another worker should theirs be late or lost.
+    open: HashMap<usize, Open>,
+    /// Per failed task, each attempt's worker and error.
+    attempts: HashMap<usize, Vec<String>>,
+    /// When the engine next looks for late chunks and silent workers.
+    next_watch: Instant,
     /// Workers taking part.
     workers: usize,
     active: Vec<bool>,
@@ -157,6 +175,8 @@ struct Round<M: Master> {
     look_every: u64,
     /// Whether a tunable changed during the iteration.
     mixed: bool,
+    /// Late chunks copied to an idle worker.
+    backups: usize,
 }
 
 impl<M: Master> Round<M> {
@@ -165,7 +185,8 @@ impl<M: Master> Round<M> {
         let (tasks, busy_ms, answers) = self.probe.done();
         Span {
             ms: ms(at.saturating_duration_since(self.started)),
-            tasks,
+            // Failed attempts and answers a copy beat were processed, not done.
+            tasks: tasks.min(self.done),
             busy_ms,
             answers,
             workers: self.workers,
@@ -186,8 +207,8 @@ impl<M: Master> Round<M> {
     /// Whether `worker` is healthy, takes no part and holds nothing: one taken out midway may
     /// still be answering its chunks, and under `sync` a send to it would wait for that answer
     /// while it waits for the master to take it.
-    fn parked(&self, worker: usize, healthy: &[bool]) -> bool {
-        healthy[worker] && !self.active[worker] && self.in_flight[worker].is_empty()
+    fn parked(&self, worker: usize, healthy: &[bool], held: &[VecDeque<InFlight>]) -> bool {
+        healthy[worker] && !self.active[worker] && held[worker].is_empty()
     }
 }
 
@@ -262,6 +283,7 @@ where
             self.metrics
                 .decisions
                 .extend(applied.into_iter().map(|a| a.decision));
+            self.welcome_back(index);
             let tunables = self.tunables.current();
             if tunables.policy != self.policy_name {
                 self.policy = tunables.policy.build();
@@ -315,7 +337,9 @@ where
             streamed,
             next_task: 0,
             retry: VecDeque::new(),
-            in_flight: (0..pool).map(|_| VecDeque::new()).collect(),
+            open: HashMap::new(),
+            attempts: HashMap::new(),
+            next_watch: started + WATCH_EVERY,
             workers: it.workers,
             active: vec![false; pool],
             idle: Vec::new(),
@@ -335,12 +359,15 @@ where
             }),
             look_every,
             mixed: false,
+            backups: 0,
         };
         if probe_tasks == 0 {
             self.plan(&mut round);
         }
+        // Workers still busy with a chunk of an earlier iteration (whose copy was answered
+        // first) sit this one out.
         let chosen: Vec<usize> = (0..pool)
-            .filter(|&w| self.healthy[w])
+            .filter(|&w| self.healthy[w] && self.held[w].is_empty())
             .take(it.workers)
             .collect();
         for &worker in &chosen {
@@ -363,9 +390,16 @@ where
 
         while round.done < round.produced as u64 {
             let waiting = self.trace.mark();
-            let (worker, message) = self.link.recv()?;
+            let Some((worker, message)) = self.link.recv_within(WATCH_EVERY)? else {
+                self.watch(&mut round, clock::now())?;
+                continue;
+            };
             let at = clock::now();
+            self.heard(worker, at);
             self.trace.received(waiting, worker, &message);
+            if at >= round.next_watch {
+                self.watch(&mut round, at)?;
+            }
             match (worker, message) {
                 (worker, FromWorker::Done(done)) => {
                     let (recovered, now) = self.recover(&mut round, worker, done, at)?;
@@ -381,6 +415,7 @@ where
                 (worker, FromWorker::Failed(failed)) => {
                     self.reassign(&mut round, worker, failed)?
                 }
+                (worker, FromWorker::Lost { why }) => self.lose(&mut round, worker, &why)?,
                 (worker, other) => {
                     return Err(Error::backend(format!(
                         "worker {worker} sent an unexpected message mid-iteration: {}",
@@ -550,7 +585,7 @@ where
         let active = round.active.iter().filter(|&&a| a).count();
         if target > active {
             let joining: Vec<usize> = (0..self.healthy.len())
-                .filter(|&w| round.parked(w, &self.healthy))
+                .filter(|&w| round.parked(w, &self.healthy, &self.held))
                 .take(target - active)
                 .collect();
             for &worker in &joining {
@@ -605,11 +640,11 @@ where
     /// Keeps `worker`, which just answered, supplied: a chunk now if it holds none (with nothing
     /// left, it waits idle), then as many ahead as `prefetch` allows.
     fn supply(&mut self, round: &mut Round<M>, worker: usize, now: Instant) -> Result<()> {
-        if !round.active[worker] {
+        if !round.active[worker] || !self.healthy[worker] {
             // Taken out of the iteration midway: it parks once its chunks are answered.
             return Ok(());
         }
-        if round.in_flight[worker].is_empty() && !self.dispatch(round, worker, now)? {
+        if self.held[worker].is_empty() && !self.dispatch(round, worker, now)? {
             round.idle.push(worker);
             return Ok(());
         }
@@ -617,12 +652,12 @@ where
     }
 
     /// Sends `worker`, already holding a chunk, more while plenty of work is left
-    /// ([`policy::sends_ahead`]) and no failed worker's chunk waits: those go to a free worker,
+    /// ([`policy::sends_ahead`]) and no task waits to be run again: those go to a free worker,
     /// never to the back of a queue.
     fn prefetch(&mut self, round: &mut Round<M>, worker: usize, now: Instant) -> Result<()> {
         let depth = self.config.prefetch_depth();
         loop {
-            let held = &round.in_flight[worker];
+            let held = &self.held[worker];
             let last = held.back().map_or(0, |f| f.len);
             if !round.retry.is_empty()
                 || !policy::sends_ahead(held.len(), last, depth, round.workers, round.uncut.len())
@@ -633,12 +668,13 @@ where
         }
     }
 
-    /// Sends `worker` a chunk: a failed worker's chunk first, else a new one cut by the policy.
-    /// `false` when nothing is left to send. `now` is the caller's latest clock reading: with
-    /// empty tasks, a read costs as much as the rest of a dispatch.
+    /// Sends `worker` a chunk: tasks to run again first (those that failed on it go to another
+    /// worker when there is one), else a new one cut by the policy. `false` when nothing is left
+    /// to send. `now` is the caller's latest clock reading: with empty tasks, a read costs as
+    /// much as the rest of a dispatch.
     fn dispatch(&mut self, round: &mut Round<M>, worker: usize, now: Instant) -> Result<bool> {
-        let (first, tasks) = if let Some(retry) = round.retry.pop_front() {
-            retry
+        let (first, tasks) = if let Some(retry) = self.retry_for(round, worker) {
+            (retry.first, retry.tasks)
         } else if !round.uncut.is_empty() {
             let uncut = round.uncut.len();
             let size = if round.probe_left > 0 {
@@ -664,6 +700,30 @@ where
         } else {
             return Ok(false);
         };
+        let mut copy = Vec::new();
+        tasks.encode(&mut copy);
+        round.open.insert(
+            first,
+            Open {
+                len: tasks.len(),
+                tasks: copy,
+                holders: 1,
+                copied: false,
+            },
+        );
+        self.send_chunk(round, worker, first, tasks, now)?;
+        Ok(true)
+    }
+
+    /// Sends tasks `first..` to `worker` as a new chunk, and notes that it holds it.
+    fn send_chunk(
+        &mut self,
+        round: &mut Round<M>,
+        worker: usize,
+        first: usize,
+        tasks: Vec<M::Task>,
+        now: Instant,
+    ) -> Result<()> {
         let chunk = Chunk {
             id: self.next_chunk_id,
             first: first as u64,
@@ -673,21 +733,30 @@ where
         round
             .probe
             .chunk_sent(worker, chunk.encoded_len() as u64, now);
-        round.prefetched += usize::from(!round.in_flight[worker].is_empty());
-        round.in_flight[worker].push_back(InFlight {
+        let held = &mut self.held[worker];
+        round.prefetched += usize::from(!held.is_empty());
+        if held.is_empty() {
+            // Its silence counts from when it has work.
+            self.standing[worker].heard = now;
+        }
+        held.push_back(InFlight {
             chunk: chunk.id,
+            iteration: round.index,
             first,
             len: chunk.tasks.len(),
+            sent: now,
         });
         let (id, len, sending) = (chunk.id, chunk.tasks.len(), self.trace.mark());
         self.link.send(worker, ToWorker::Chunk(chunk))?;
         self.trace.chunk_sent(sending, worker, id, len);
-        Ok(true)
+        Ok(())
     }
 
     /// Hands a chunk's results, received at `at`, to `recover`, one call per task; returns how
-    /// many, and when it was done. The master's time for the answer counts from `at`: its
-    /// bookkeeping and the `recover` calls.
+    /// many tasks it settled (recovered, or failed for good and skipped), and when it was done.
+    /// The master's time for the answer counts from `at`: its bookkeeping and the `recover`
+    /// calls. An answer to a chunk whose copy was answered first, or of an earlier iteration,
+    /// settles nothing.
     fn recover(
         &mut self,
         round: &mut Round<M>,
@@ -695,12 +764,11 @@ where
         done: Done<M::Result>,
         at: Instant,
     ) -> Result<(usize, Instant)> {
-        let flight = match round
-            .in_flight
-            .get_mut(worker)
-            .and_then(VecDeque::pop_front)
-        {
-            Some(flight) if flight.chunk == done.chunk && flight.len == done.results.len() => {
+        let flight = match self.held.get_mut(worker).and_then(VecDeque::pop_front) {
+            Some(flight)
+                if flight.chunk == done.chunk
+                    && flight.len == done.results.len() + done.failed.len() =>
+            {
                 flight
             }
             _ => {
@@ -713,6 +781,11 @@ where
             }
         };
         let busy = Duration::from_nanos(done.busy_ns);
+        self.stats.record(worker, &done.task_ms);
+        self.policy.chunk_done(worker, flight.len, busy);
+        if flight.iteration != round.index {
+            return Ok((0, at));
+        }
         let cpu = done.cpu_ns.map(Duration::from_nanos);
         round.probe.answered(
             worker,
@@ -722,36 +795,55 @@ where
             cpu,
             &done.task_ms,
         );
-        self.stats.record(worker, &done.task_ms);
-        self.policy.chunk_done(worker, flight.len, busy);
+        let open = match round.open.remove(&flight.first) {
+            Some(open) if open.len == flight.len => open,
+            other => {
+                // A copy was answered first: these results are the same again.
+                if let Some(open) = other {
+                    round.open.insert(flight.first, open);
+                }
+                return Ok((0, at));
+            }
+        };
+        self.standing[worker].answered(done.failed.is_empty());
         let recovering = self.trace.mark();
         let mut results = done.results;
+        let mut failed = done
+            .failed
+            .iter()
+            .map(|(offset, _)| *offset as usize)
+            .peekable();
+        let mut offset = 0;
         entering("recover");
-        for (offset, result) in results.drain(..).enumerate() {
+        for result in results.drain(..) {
+            while failed.next_if_eq(&offset).is_some() {
+                offset += 1;
+            }
             self.master.recover(TaskId(flight.first + offset), result);
+            offset += 1;
         }
         entering(RUNTIME);
         self.link.reuse_results(results);
+        let mut settled = flight.len - done.failed.len();
+        if !done.failed.is_empty() {
+            settled += self.task_failures(round, worker, flight.first, &open, &done.failed)?;
+        }
         let now = clock::now();
         round.probe.recover += now.saturating_duration_since(at);
         self.trace
             .recovered(recovering, worker, flight.chunk, flight.len);
-        Ok((flight.len, now))
+        Ok((settled, now))
     }
 
-    /// A worker's `do_work` panicked: retire it, and re-run its chunk on another worker. The
-    /// chunks it held behind that one come back unprocessed, and go to other workers too.
+    /// `worker` could not process a chunk at all (it could not be built): retire it, and run
+    /// the chunk, and any it held behind it, on other workers.
     fn reassign(
         &mut self,
         round: &mut Round<M>,
         worker: usize,
         failed: Failed<M::Task>,
     ) -> Result<()> {
-        let Some(flight) = round
-            .in_flight
-            .get_mut(worker)
-            .and_then(VecDeque::pop_front)
-        else {
+        let Some(flight) = self.held.get_mut(worker).and_then(VecDeque::pop_front) else {
             return Err(Error::backend(format!(
                 "worker {worker} reported a failure without holding a chunk"
             )));
@@ -766,55 +858,35 @@ where
                 flight.chunk
             )));
         }
-        round.retry.push_back((flight.first, failed.tasks));
-        if !self.healthy[worker] {
-            // A chunk that waited behind the one that failed: the worker was retired already.
-            return self.place_retries(round, flight.first, &failed.message);
+        let current = flight.iteration == round.index
+            && round
+                .open
+                .get(&flight.first)
+                .is_some_and(|o| o.len == flight.len);
+        if current {
+            round.open.remove(&flight.first);
+            round.retry.push_back(Retry {
+                first: flight.first,
+                tasks: failed.tasks,
+                avoid: Some(worker),
+            });
         }
-        self.healthy[worker] = false;
-        round.active[worker] = false;
-        round.probe.abandoned(worker);
-        let last = flight.first + flight.len - 1;
-        eprintln!(
-            "warning: worker {worker} panicked in do_work on tasks {}..={last} of iteration {}: \
-             {}; the worker is retired and its tasks re-run elsewhere",
-            flight.first, round.index, failed.message
-        );
-        self.metrics.failures.push(Failure {
-            iteration: round.index,
-            worker,
-            first_task: flight.first,
-            tasks: flight.len,
-            message: failed.message.clone(),
-        });
-        // A worker that takes no part yet replaces the failed one.
-        if let Some(spare) = (0..self.healthy.len()).find(|&w| round.parked(w, &self.healthy)) {
-            self.activate(round, spare)?;
-            if !self.dispatch(round, spare, clock::now())? {
-                round.idle.push(spare);
-            }
-            return Ok(());
-        }
-        self.place_retries(round, flight.first, &failed.message)
-    }
-
-    /// Hands the chunks waiting to be re-run to idle workers; busy ones take them when they
-    /// answer. With no healthy worker left, the task that failed (`first`, with `message`)
-    /// fails the run.
-    fn place_retries(&mut self, round: &mut Round<M>, first: usize, message: &str) -> Result<()> {
-        if !self.healthy.contains(&true) {
-            return Err(ErrorKind::TaskFailed {
+        if self.healthy[worker] {
+            eprintln!(
+                "warning: worker {worker} cannot process tasks ({}); it takes no further part",
+                failed.message
+            );
+            self.metrics.failures.push(Failure {
                 iteration: round.index,
-                task: first,
-                message: message.to_owned(),
-            }
-            .into());
+                worker,
+                first_task: flight.first,
+                tasks: flight.len,
+                message: failed.message.clone(),
+            });
+            self.standing[worker].lost = true;
+            self.retire(round, worker)?;
         }
-        while !round.retry.is_empty() {
-            let Some(idle) = round.idle.pop() else { break };
-            self.dispatch(round, idle, clock::now())?;
-        }
-        Ok(())
+        self.place_retries(round)
     }
 
     /// Derives the iteration's measurements, lets the tuner act on them, and records the
@@ -866,6 +938,7 @@ where
             predicted_ms,
             chunk_sizes: round.chunk_sizes,
             prefetched: round.prefetched,
+            backups: round.backups,
             busy_ms: obs.busy_ms.clone(),
             task_mean_ms: obs.task.mean(),
             task_stddev_ms: obs.task.stddev(),
@@ -910,33 +983,117 @@ where
         }
     }
 
-    /// Tells every worker to stop and waits for each to finish `final_work`.
+    /// Tells every worker to stop and waits for each to finish `final_work`. Workers still
+    /// busy with chunks whose copies were answered are waited for first (under `sync` a `Stop`
+    /// would wait for them), as long as such a chunk may take before it counts as late; then
+    /// they are left behind. Lost workers are not waited for at all.
     fn shutdown(&mut self) -> Result<()> {
-        stop_workers(self.link)
+        let faults = &self.config.faults;
+        let longest = self.held.iter().flatten().map(|f| f.len).max().unwrap_or(0);
+        let mean_ms = self.stats.pooled().mean();
+        let late = Duration::from_secs_f64(
+            (mean_ms * longest as f64 * faults.backup_after.max(1.0) / 1e3).max(0.0),
+        ) + crate::config::BACKUP_MARGIN;
+        let deadline = clock::now() + late.clamp(WATCH_EVERY, faults.liveness);
+        let patience = faults.liveness;
+        loop {
+            let busy: Vec<usize> = (0..self.held.len())
+                .filter(|&w| !self.standing[w].lost && !self.held[w].is_empty())
+                .collect();
+            if busy.is_empty() {
+                break;
+            }
+            let left = deadline.saturating_duration_since(clock::now());
+            if left.is_zero() {
+                for worker in busy {
+                    let message = "still busy with a chunk that another worker answered, at \
+                                   the end of the run: left behind";
+                    eprintln!("warning: worker {worker} is {message}");
+                    self.metrics.failures.push(Failure {
+                        iteration: self.held[worker].front().map_or(0, |f| f.iteration),
+                        worker,
+                        first_task: self.held[worker].front().map_or(0, |f| f.first),
+                        tasks: self.held[worker].iter().map(|f| f.len).sum(),
+                        message: message.to_owned(),
+                    });
+                    self.link.forsake(worker);
+                    self.standing[worker].lost = true;
+                }
+                break;
+            }
+            match self.link.recv_within(left.min(WATCH_EVERY))? {
+                Some((worker, FromWorker::Done(_) | FromWorker::Failed(_))) => {
+                    self.held[worker].pop_front();
+                }
+                Some((worker, FromWorker::Lost { .. })) => {
+                    self.standing[worker].lost = true;
+                    self.held[worker].clear();
+                }
+                Some(_) | None => {}
+            }
+        }
+        let alive: Vec<bool> = self.standing.iter().map(|s| !s.lost).collect();
+        stop_alive(self.link, &alive, patience)
     }
 }
 
 /// Tells every worker of `link` to stop and waits for each to finish `final_work`: at the end
 /// of a run, and after the master panicked, when no engine is left to do it.
+#[cfg(feature = "mpi")]
 pub(crate) fn stop_workers<T, S, R>(link: &mut impl MasterLink<T, S, R>) -> Result<()> {
-    let pool = link.pool();
+    let alive = vec![true; link.pool()];
+    stop_alive(link, &alive, STOP_PATIENCE)
+}
+
+/// How long the end of a run waits for workers to finish, unless told otherwise.
+#[cfg(feature = "mpi")]
+const STOP_PATIENCE: Duration = Duration::from_secs(60);
+
+/// Tells the `alive` workers of `link` to stop and waits for each to finish `final_work`, for
+/// `patience` at most: one that has not finished by then is left behind with a warning.
+fn stop_alive<T, S, R>(
+    link: &mut impl MasterLink<T, S, R>,
+    alive: &[bool],
+    patience: Duration,
+) -> Result<()> {
     let mut first_error = None;
-    for worker in 0..pool {
+    let mut waiting = alive.to_vec();
+    for worker in (0..waiting.len()).filter(|&w| waiting[w]) {
         if let Err(e) = link.send(worker, ToWorker::Stop) {
             first_error.get_or_insert(e);
         }
     }
-    let mut finished = 0;
-    while finished < pool {
-        match link.recv() {
-            Ok((_, FromWorker::Finished { error: None })) => finished += 1,
-            Ok((worker, FromWorker::Finished { error: Some(e) })) => {
-                finished += 1;
-                eprintln!("warning: worker {worker}: final_work failed: {e}");
+    let deadline = clock::now() + patience;
+    while waiting.contains(&true) {
+        let left = deadline.saturating_duration_since(clock::now());
+        if left.is_zero() {
+            for worker in (0..waiting.len()).filter(|&w| waiting[w]) {
+                eprintln!(
+                    "warning: worker {worker} did not finish within {:.0} s of being told to \
+                     stop; it is left behind",
+                    patience.as_secs_f64()
+                );
+                link.forsake(worker);
+            }
+            break;
+        }
+        match link.recv_within(left) {
+            Ok(Some((worker, FromWorker::Finished { error }))) => {
+                if let Some(w) = waiting.get_mut(worker) {
+                    *w = false;
+                }
+                if let Some(e) = error {
+                    eprintln!("warning: worker {worker}: final_work failed: {e}");
+                }
+            }
+            Ok(Some((worker, FromWorker::Lost { .. }))) => {
+                if let Some(w) = waiting.get_mut(worker) {
+                    *w = false;
+                }
             }
             // Answers to chunks of an iteration that failed midway, and `Ready`s the master
             // never took: dropped, never recovered.
-            Ok(_) => {}
+            Ok(Some(_) | None) => {}
             Err(e) => {
                 first_error.get_or_insert(e);
                 break;
@@ -991,6 +1148,7 @@ fn describe<T, R>(message: &FromWorker<T, R>) -> &'static str {
         FromWorker::Done(_) => "results",
         FromWorker::Failed(_) => "failure",
         FromWorker::Finished { .. } => "finished",
+        FromWorker::Lost { .. } => "lost",
     }
 }
 

@@ -1,5 +1,5 @@
-//! A worker's loop: keep the iteration's shared part, process chunks, report panics instead of
-//! dying with them, and stretch task times by the emulated load of `--load`.
+//! A worker's loop: keep the iteration's shared part, process chunks, report failed tasks
+//! instead of dying with them, and stretch task times by the emulated load of `--load`.
 
 use crate::clock;
 use std::any::Any;
@@ -7,16 +7,17 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 
 use crate::app::{Worker, WorkerSetup};
+use crate::fault::Exit;
 use crate::load::{LoadPattern, Stretch};
 use crate::measure::Moments;
 use crate::transport::{Chunk, Done, Failed, FromWorker, ToWorker, WorkerLink};
 
 /// Builds a worker with `build`, then serves the master until told to stop (or until the master
 /// is gone). Every call into application code is guarded, so a panic becomes a report to the
-/// master rather than a silent hole in the pool. `load` says how much emulated external load
-/// this worker carries in each iteration.
+/// master rather than a silent hole in the pool; after one, the worker is built afresh. `load`
+/// says how much emulated external load this worker carries in each iteration.
 pub(crate) fn serve<W, L>(
-    build: impl FnOnce() -> W,
+    build: &impl Fn() -> W,
     setup: &WorkerSetup,
     load: &LoadPattern,
     link: &mut L,
@@ -24,22 +25,11 @@ pub(crate) fn serve<W, L>(
     W: Worker,
     L: WorkerLink<W::Task, W::Shared, W::Result>,
 {
-    let started = catch_unwind(AssertUnwindSafe(|| {
-        let mut worker = build();
-        worker.initialize(setup).map(|()| worker)
-    }));
-    let mut worker = match started {
-        Ok(Ok(worker)) => Some(worker),
-        Ok(Err(e)) => {
-            link.send(FromWorker::Ready {
-                error: Some(e.to_string()),
-            });
-            None
-        }
-        Err(panic) => {
-            link.send(FromWorker::Ready {
-                error: Some(panic_message(&*panic)),
-            });
+    crate::fault::serving(setup.backend);
+    let mut worker = match start(build, setup) {
+        Ok(worker) => Some(worker),
+        Err(error) => {
+            link.send(FromWorker::Ready { error: Some(error) });
             None
         }
     };
@@ -65,17 +55,23 @@ pub(crate) fn serve<W, L>(
                     })
                 };
                 let answer = match (&mut worker, &shared) {
-                    (Some(w), Some(part)) => process(w, part, chunk, stretch.as_mut(), &mut cpu),
-                    // Chunks sent ahead to a worker whose `do_work` then panicked.
-                    (None, _) => unprocessed(chunk, "the worker was retired after a failure"),
+                    (Some(_), Some(part)) => {
+                        let mut tasks = Tasks {
+                            worker: &mut worker,
+                            build,
+                            setup,
+                        };
+                        match process(&mut tasks, part, chunk, stretch.as_mut(), &mut cpu) {
+                            Some(answer) => answer,
+                            // The emulated death of the worker (`fault::exit_worker`).
+                            None => return,
+                        }
+                    }
+                    (None, _) => unprocessed(chunk, "the worker could not be built"),
                     (Some(_), None) => {
                         unprocessed(chunk, "worker received a chunk before the shared part")
                     }
                 };
-                if matches!(answer, FromWorker::Failed(_)) {
-                    // Its state may be half-updated: it takes no further part.
-                    worker = None;
-                }
                 if !link.send(answer) {
                     return;
                 }
@@ -95,52 +91,87 @@ pub(crate) fn serve<W, L>(
     }
 }
 
-/// Runs `do_work` on every task of the chunk, timing each one; under emulated load, each task's
-/// time is stretched before it is measured. One clock read per task: a task ends when the next
-/// begins (a read costs tens of nanoseconds, as much as an empty task).
-fn process<W: Worker>(
-    worker: &mut W,
+/// Builds and initializes a worker; the error or panic's message if that failed.
+fn start<W: Worker>(build: &impl Fn() -> W, setup: &WorkerSetup) -> Result<W, String> {
+    match catch_unwind(AssertUnwindSafe(|| {
+        let mut worker = build();
+        worker.initialize(setup).map(|()| worker)
+    })) {
+        Ok(Ok(worker)) => Ok(worker),
+        Ok(Err(e)) => Err(e.to_string()),
+        Err(panic) => Err(panic_message(&*panic)),
+    }
+}
+
+/// The worker that runs tasks, and how to build it again after a panic.
+struct Tasks<'a, W, B> {
+    worker: &'a mut Option<W>,
+    build: &'a B,
+    setup: &'a WorkerSetup,
+}
+
+/// Runs every task of the chunk, timing each one; under emulated load, each task's time is
+/// stretched before it is measured. One clock read per task: a task ends when the next begins
+/// (a read costs tens of nanoseconds, as much as an empty task). A task that fails is reported
+/// in the answer and the rest go on, on a worker built afresh if it panicked. `None` when the
+/// worker is to die (`fault::exit_worker`).
+fn process<W: Worker, B: Fn() -> W>(
+    tasks: &mut Tasks<'_, W, B>,
     shared: &W::Shared,
     chunk: Chunk<W::Task>,
     mut stretch: Option<&mut Stretch>,
     cpu: &mut clock::CpuMeter,
-) -> FromWorker<W::Task, W::Result> {
+) -> Option<FromWorker<W::Task, W::Result>> {
     let mut results = Vec::with_capacity(chunk.tasks.len());
+    let mut failed = Vec::new();
     let mut task_ms = Moments::default();
     cpu.begin();
     let started = clock::now();
-    let outcome = catch_unwind(AssertUnwindSafe(|| {
-        let mut begun = started;
-        for task in &chunk.tasks {
-            results.push(worker.do_work(shared, task));
-            let mut ended = clock::now();
-            if let Some(stretch) = stretch.as_deref_mut() {
-                stretch.after_task(ended - begun);
-                ended = clock::now();
+    let mut begun = started;
+    for (offset, task) in chunk.tasks.iter().enumerate() {
+        let Some(worker) = tasks.worker.as_mut() else {
+            failed.push((
+                offset as u32,
+                "not run: the worker could not be built again".into(),
+            ));
+            continue;
+        };
+        match catch_unwind(AssertUnwindSafe(|| worker.try_work(shared, task))) {
+            Ok(Ok(result)) => results.push(result),
+            Ok(Err(e)) => failed.push((offset as u32, e.to_string())),
+            Err(panic) if panic.is::<Exit>() => return None,
+            Err(panic) => {
+                failed.push((offset as u32, panic_message(&*panic)));
+                // Its state may be half-updated: the next task gets a new one.
+                *tasks.worker = match start(tasks.build, tasks.setup) {
+                    Ok(worker) => Some(worker),
+                    Err(e) => {
+                        eprintln!(
+                            "warning: worker {} could not be built again after a panic: {e}",
+                            tasks.setup.index
+                        );
+                        None
+                    }
+                };
             }
-            task_ms.add((ended - begun).as_secs_f64() * 1e3);
-            begun = ended;
         }
-        begun
-    }));
-    match outcome {
-        Ok(ended) => FromWorker::Done(Done {
-            chunk: chunk.id,
-            results,
-            busy_ns: u64::try_from((ended - started).as_nanos()).unwrap_or(u64::MAX),
-            cpu_ns: cpu.end(ended - started),
-            task_ms,
-            began: Some(started),
-        }),
-        Err(panic) => {
-            cpu.end(std::time::Duration::ZERO);
-            FromWorker::Failed(Failed {
-                chunk: chunk.id,
-                tasks: chunk.tasks,
-                message: panic_message(&*panic),
-            })
+        let mut ended = clock::now();
+        if let Some(stretch) = stretch.as_deref_mut() {
+            stretch.after_task(ended - begun);
+            ended = clock::now();
         }
+        task_ms.add((ended - begun).as_secs_f64() * 1e3);
+        begun = ended;
     }
+    Some(FromWorker::Done(Done {
+        chunk: chunk.id,
+        results,
+        failed,
+        busy_ns: u64::try_from((begun - started).as_nanos()).unwrap_or(u64::MAX),
+        cpu_ns: cpu.end(begun - started),
+        task_ms,
+        began: Some(started),
+    }))
 }
 
 /// The text a panic was raised with.

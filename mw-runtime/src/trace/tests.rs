@@ -52,6 +52,7 @@ fn metrics(iterations: Vec<IterationMetrics>, decisions: Vec<Decision>) -> RunMe
 
 fn done(chunk: u64, tasks: usize, busy: Duration) -> FromWorker<u32, u32> {
     FromWorker::Done(Done {
+        failed: Vec::new(),
         chunk,
         results: vec![0; tasks],
         busy_ns: busy.as_nanos() as u64,
@@ -411,6 +412,7 @@ fn local_work_is_placed_exactly_and_arrows_never_go_back_in_time() {
     trace.chunk_sent(sending, 0, 0, 1);
     let waiting = trace.mark();
     let answer: FromWorker<u32, u32> = FromWorker::Done(Done {
+        failed: Vec::new(),
         chunk: 0,
         results: vec![0],
         busy_ns: 10,

@@ -11,7 +11,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crossbeam_channel::{Receiver, Sender, TryRecvError, bounded, unbounded};
+use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, TryRecvError, bounded, unbounded};
 
 use super::wire::{Sleeper, Wire};
 use super::{FromWorker, MasterLink, ToWorker, WorkerLink};
@@ -42,9 +42,12 @@ pub(crate) struct LocalMaster<T, S, R> {
     network: Option<Arc<Network>>,
     sync: bool,
     sleeper: Sleeper,
+    /// Workers the master gave up on: nothing is sent to them, what they send is dropped.
+    forsaken: Vec<bool>,
 }
 
-/// A worker's end.
+/// A worker's end. Dropped before the worker said `Finished` (its thread ended some other
+/// way), it tells the master the worker is lost, as a dead process's transport would.
 #[derive(Debug)]
 pub(crate) struct LocalWorker<T, S, R> {
     index: usize,
@@ -53,6 +56,18 @@ pub(crate) struct LocalWorker<T, S, R> {
     network: Option<Arc<Network>>,
     sync: bool,
     sleeper: Sleeper,
+    finished: bool,
+}
+
+impl<T, S, R> Drop for LocalWorker<T, S, R> {
+    fn drop(&mut self) {
+        if !self.finished {
+            let why = "its thread ended without finishing".to_owned();
+            let _ = self
+                .to_master
+                .try_send((None, (self.index, FromWorker::Lost { why })));
+        }
+    }
 }
 
 /// Both ends of a local pool.
@@ -88,6 +103,7 @@ pub(crate) fn connect<T, S, R>(
                 network: network.clone(),
                 sync,
                 sleeper: Sleeper::default(),
+                finished: false,
             };
             (tx, worker)
         })
@@ -99,6 +115,7 @@ pub(crate) fn connect<T, S, R>(
             network,
             sync,
             sleeper: Sleeper::default(),
+            forsaken: vec![false; pool],
         },
         workers,
     )
@@ -120,6 +137,9 @@ impl<T: Message, S: Message, R: Message> MasterLink<T, S, R> for LocalMaster<T, 
     }
 
     fn send(&mut self, worker: usize, message: ToWorker<T, S>) -> Result<()> {
+        if self.forsaken.get(worker) == Some(&true) {
+            return Ok(());
+        }
         let inbox = self
             .to_workers
             .get(worker)
@@ -139,12 +159,67 @@ impl<T: Message, S: Message, R: Message> MasterLink<T, S, R> for LocalMaster<T, 
     }
 
     fn recv(&mut self) -> Result<(usize, FromWorker<T, R>)> {
-        let (due, message) = receive(&self.from_workers)
-            .ok_or_else(|| Error::backend("every worker exited unexpectedly"))?;
+        loop {
+            let (due, message) = receive(&self.from_workers)
+                .ok_or_else(|| Error::backend("every worker exited unexpectedly"))?;
+            if let Some(message) = self.arrived(due, message) {
+                return Ok(message);
+            }
+        }
+    }
+
+    fn recv_within(&mut self, timeout: Duration) -> Result<Option<(usize, FromWorker<T, R>)>> {
+        let deadline = crate::clock::now() + timeout;
+        loop {
+            let left = deadline.saturating_duration_since(crate::clock::now());
+            let (due, message) = match self.from_workers.try_recv() {
+                Ok(timed) => timed,
+                Err(TryRecvError::Empty) => match self.from_workers.recv_timeout(left) {
+                    Ok(timed) => timed,
+                    Err(RecvTimeoutError::Timeout) => return Ok(None),
+                    Err(RecvTimeoutError::Disconnected) => {
+                        return Err(Error::backend("every worker exited unexpectedly"));
+                    }
+                },
+                Err(TryRecvError::Disconnected) => {
+                    return Err(Error::backend("every worker exited unexpectedly"));
+                }
+            };
+            if let Some(message) = self.arrived(due, message) {
+                return Ok(Some(message));
+            }
+        }
+    }
+
+    fn forsake(&mut self, worker: usize) {
+        if let Some(f) = self.forsaken.get_mut(worker) {
+            *f = true;
+        }
+    }
+}
+
+impl<T, S, R> LocalMaster<T, S, R> {
+    /// The workers the master gave up on: their threads may never end.
+    pub(crate) fn forsaken_workers(&self) -> Vec<usize> {
+        (0..self.forsaken.len())
+            .filter(|&w| self.forsaken[w])
+            .collect()
+    }
+
+    /// A message taken from the channel, once it is due; `None` when it comes from a worker the
+    /// master gave up on.
+    fn arrived(
+        &mut self,
+        due: Option<Instant>,
+        message: (usize, FromWorker<T, R>),
+    ) -> Option<(usize, FromWorker<T, R>)> {
+        if self.forsaken.get(message.0) == Some(&true) {
+            return None;
+        }
         if let Some(due) = due {
             self.sleeper.until(due);
         }
-        Ok(message)
+        Some(message)
     }
 }
 
@@ -158,6 +233,7 @@ impl<T: Message, S: Message, R: Message> WorkerLink<T, S, R> for LocalWorker<T, 
     }
 
     fn send(&mut self, message: FromWorker<T, R>) -> bool {
+        self.finished |= matches!(message, FromWorker::Finished { .. });
         let due = self
             .network
             .as_ref()
@@ -188,6 +264,7 @@ fn from_worker_len<T: Message, R: Message>(message: &FromWorker<T, R>) -> usize 
         }
         FromWorker::Done(done) => done.encoded_len(),
         FromWorker::Failed(failed) => 16 + failed.tasks.encoded_len() + failed.message.len(),
+        FromWorker::Lost { .. } => 0,
     }
 }
 

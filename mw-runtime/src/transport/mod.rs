@@ -11,6 +11,7 @@ mod wire;
 
 use crate::clock::Instant;
 use std::sync::Arc;
+use std::time::Duration;
 
 use crate::codec::{DecodeError, Message, Reader};
 use crate::error::Result;
@@ -40,6 +41,9 @@ pub(crate) enum FromWorker<T, R> {
     Failed(Failed<T>),
     /// `final_work` finished (with the error message if it failed).
     Finished { error: Option<String> },
+    /// Made by the transport, never sent by a worker: the worker is gone (its process died, or
+    /// its thread ended without finishing); `why` says what was seen. Nothing more comes from it.
+    Lost { why: String },
 }
 
 /// Consecutive tasks `first..first + tasks.len()` of the current iteration.
@@ -54,7 +58,10 @@ pub(crate) struct Chunk<T> {
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Done<R> {
     pub chunk: u64,
+    /// One per task that did not fail, in task order.
     pub results: Vec<R>,
+    /// The tasks that failed (their offsets in the chunk, rising) and why; they have no result.
+    pub failed: Vec<(u32, String)>,
     /// Time spent in `do_work` for the whole chunk, in ns.
     pub busy_ns: u64,
     /// Thread CPU time the worker spent on the chunk, in ns, when it measured it (see
@@ -67,7 +74,8 @@ pub(crate) struct Done<R> {
     pub began: Option<Instant>,
 }
 
-/// A chunk whose processing panicked.
+/// A chunk the worker could not process at all (it holds no shared part, or could not be
+/// built again after a panic): its tasks come back unprocessed.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Failed<T> {
     pub chunk: u64,
@@ -99,6 +107,11 @@ pub(crate) trait MasterLink<T, S, R> {
     }
     /// The next message from any worker, with the worker's number.
     fn recv(&mut self) -> Result<(usize, FromWorker<T, R>)>;
+    /// Like [`recv`](Self::recv), but gives up after `timeout`: `Ok(None)` when nothing came.
+    fn recv_within(&mut self, timeout: Duration) -> Result<Option<(usize, FromWorker<T, R>)>>;
+    /// The master gives up on `worker` (lost, or silent for too long): nothing is sent to it or
+    /// waited for from it again, not at shutdown either, and what it may still send is dropped.
+    fn forsake(&mut self, worker: usize);
 }
 
 /// A worker's side of a backend.
@@ -136,11 +149,12 @@ impl<T: Message> Message for Chunk<T> {
 
 impl<R: Message> Message for Done<R> {
     /// Chunk id, busy time, CPU time (`u64::MAX` when not measured), task count, the two sums,
-    /// then the results.
-    const MIN_ENCODED_LEN: usize = 48 + <Vec<R>>::MIN_ENCODED_LEN;
+    /// the results, then the failed tasks.
+    const MIN_ENCODED_LEN: usize =
+        48 + <Vec<R>>::MIN_ENCODED_LEN + <Vec<(u32, String)>>::MIN_ENCODED_LEN;
 
     fn encoded_len(&self) -> usize {
-        48 + self.results.encoded_len()
+        48 + self.results.encoded_len() + self.failed.encoded_len()
     }
 
     fn encode(&self, out: &mut Vec<u8>) {
@@ -151,6 +165,7 @@ impl<R: Message> Message for Done<R> {
         self.task_ms.sum().encode(out);
         self.task_ms.sum_sq().encode(out);
         self.results.encode(out);
+        self.failed.encode(out);
     }
 
     fn decode(input: &mut Reader<'_>) -> Result<Self, DecodeError> {
@@ -186,9 +201,11 @@ impl<R: Message> Done<R> {
                 Ok(spare)
             })
             .map_err(field("results"))?;
+        let failed = Vec::decode(input).map_err(field("failed"))?;
         Ok(Done {
             chunk,
             results,
+            failed,
             busy_ns,
             cpu_ns: (cpu_ns != u64::MAX).then_some(cpu_ns),
             task_ms: Moments::from_sums(count, sum, sum_sq),

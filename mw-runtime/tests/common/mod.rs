@@ -209,6 +209,7 @@ pub fn run_streamed(
         Some(ahead) => Checker::streaming(scenario, ahead),
         None => Checker::new(scenario),
     };
-    let report = mw_runtime::run_config(config, checker, || Sleeper::new(scenario.panic_at))?;
+    let panic_at = scenario.panic_at;
+    let report = mw_runtime::run_config(config, checker, move || Sleeper::new(panic_at))?;
     Ok(report.into_metrics().expect("the master has metrics"))
 }

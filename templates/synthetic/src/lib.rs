@@ -11,6 +11,7 @@
 //! delivered every byte where it belonged.
 
 pub mod cli;
+pub mod inject;
 pub mod master;
 pub mod messages;
 pub mod payload;

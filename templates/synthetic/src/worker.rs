@@ -3,6 +3,9 @@
 
 use std::time::{Duration, Instant};
 
+use mw::prelude::*;
+
+use crate::inject::{self, Inject, Kind};
 use crate::messages::{Echo, Job, Round};
 use crate::payload::{self, checksum};
 
@@ -16,15 +19,19 @@ pub struct SyntheticWorker {
     /// Slept past the last deadline; taken off the next sleep, so that sleep overshoot (tens of
     /// microseconds) does not pile up over many short tasks.
     ahead: Duration,
+    /// This worker's number, and the faults to inject (`--inject`).
+    index: usize,
+    inject: Inject,
 }
 
 impl SyntheticWorker {
     /// A worker that answers with `result_bytes` of payload, spinning instead of sleeping when
-    /// `spin`.
-    pub fn new(spin: bool, result_bytes: usize) -> Self {
+    /// `spin`, and goes wrong as `inject` says.
+    pub fn new(spin: bool, result_bytes: usize, inject: Inject) -> Self {
         SyntheticWorker {
             spin,
             result_bytes,
+            inject,
             ..SyntheticWorker::default()
         }
     }
@@ -56,7 +63,18 @@ impl SyntheticWorker {
 
 #[mw::worker]
 impl SyntheticWorker {
-    fn do_work(&mut self, round: &Round, job: &Job) -> Echo {
+    fn initialize(&mut self, setup: &WorkerSetup) -> mw::Result<()> {
+        self.index = setup.index();
+        Ok(())
+    }
+
+    fn do_work(&mut self, round: &Round, job: &Job) -> Result<Echo, String> {
+        if let Some(kind) = self.inject.strike(self.index, round.iteration) {
+            let error = inject::act(kind, self.index, round.iteration);
+            if kind == Kind::Error {
+                return Err(error);
+            }
+        }
         let started = Instant::now();
         let shared_checksum = match self.shared {
             Some((iteration, sum)) if iteration == round.iteration => sum,
@@ -73,6 +91,6 @@ impl SyntheticWorker {
             payload: payload::fill(job.id, payload::RESULT, self.result_bytes),
         };
         self.take(started, Duration::from_nanos(job.duration_ns));
-        echo
+        Ok(echo)
     }
 }

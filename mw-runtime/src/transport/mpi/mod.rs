@@ -631,7 +631,7 @@ where
             backend: "mpi",
         };
         let mut link = MpiWorker::new(world, config.protocol);
-        crate::engine::worker::serve(worker, &setup, &config.load, &mut link);
+        crate::engine::worker::serve(&worker, &setup, &config.load, &mut link);
         Ok(None)
     }
 }

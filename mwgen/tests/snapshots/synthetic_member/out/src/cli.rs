@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use clap::{Args, Parser};
 
+use crate::inject::Inject;
 use crate::master::{Outcome, Settings, SyntheticMaster};
 use crate::worker::SyntheticWorker;
 
@@ -63,6 +64,9 @@ pub struct ProgramArgs {
     /// Spin on the CPU for each task's time instead of sleeping
     #[arg(long)]
     pub spin: bool,
+    /// Faults to inject, a comma list of panic:W@I, error:W@I, hang:W@I, exit:W@I (worker W from iteration I) and master-panic@I
+    #[arg(long, value_name = "SPEC")]
+    pub inject: Option<Inject>,
 }
 
 impl ProgramArgs {
@@ -180,12 +184,18 @@ pub fn run(cli: &Cli) -> Result<Option<Summary>, Failure> {
     check_size(&settings)?;
     let config = mw::RunConfig::resolve(&cli.run)?;
     let (sender, outcomes) = mpsc::channel();
+    let inject = cli.program.inject.clone().unwrap_or_default();
     let master = {
-        let settings = settings.clone();
-        move || SyntheticMaster::new(settings).report_to(sender)
+        let (settings, inject) = (settings.clone(), inject.clone());
+        move || {
+            SyntheticMaster::new(settings)
+                .report_to(sender)
+                .inject(inject)
+        }
     };
     let (spin, result_bytes) = (cli.program.spin, cli.program.result_bytes);
-    let report = mw::run_config(&config, master, || SyntheticWorker::new(spin, result_bytes))?;
+    let worker = move || SyntheticWorker::new(spin, result_bytes, inject.clone());
+    let report = mw::run_config(&config, master, worker)?;
     let Some(metrics) = report.into_metrics() else {
         return Ok(None);
     };

@@ -150,7 +150,10 @@ fn run_parallel(land: &Arc<Landscape>, params: &SimParams, config: &RunConfig) -
     mw::run_config(
         config,
         || FireMaster::new(Arc::clone(land), params.clone()).report_to(report),
-        || FireWorker::new(Arc::clone(land)),
+        {
+            let land = Arc::clone(land);
+            move || FireWorker::new(Arc::clone(&land))
+        },
     )
     .unwrap();
     outcome.recv().unwrap()

@@ -1,0 +1,375 @@
+//! The master's side of faults: tasks that fail are run again elsewhere, chunks that are late
+//! are copied to an idle worker (the first answer wins), workers that go silent or are lost
+//! have their chunks run by others, and workers whose tasks keep failing sit out a while.
+
+use std::collections::VecDeque;
+use std::time::Duration;
+
+use super::{Engine, InFlight, RUNTIME, Round, entering};
+use crate::app::{Master, TaskId};
+use crate::clock::{self, Instant};
+use crate::codec::Message;
+use crate::config::{BACKUP_MARGIN, OnTaskFailure};
+use crate::error::{Error, ErrorKind, Result};
+use crate::metrics::Failure;
+use crate::transport::MasterLink;
+
+/// How often the engine looks for late chunks and silent workers while it waits.
+pub(super) const WATCH_EVERY: Duration = Duration::from_millis(50);
+
+/// Chunks in a row with a failed task after which a worker sits out.
+const STRIKES: u32 = 3;
+
+/// What the engine knows of one worker's faults.
+#[derive(Debug, Clone)]
+pub(super) struct Standing {
+    /// Gone for good: lost by the transport, silent too long, or unable to run tasks.
+    pub lost: bool,
+    /// Answers in a row with a failed task.
+    strikes: u32,
+    /// Times it sat out; each time twice as long.
+    benched: u32,
+    /// The iteration at which a worker sitting out takes part again.
+    back_at: Option<usize>,
+    /// When it last said something, or was given work while holding none.
+    pub heard: Instant,
+}
+
+impl Standing {
+    pub(super) fn new(now: Instant) -> Standing {
+        Standing {
+            lost: false,
+            strikes: 0,
+            benched: 0,
+            back_at: None,
+            heard: now,
+        }
+    }
+
+    /// It answered a chunk, `clean` if no task of it failed.
+    pub(super) fn answered(&mut self, clean: bool) {
+        self.strikes = if clean { 0 } else { self.strikes + 1 };
+    }
+}
+
+/// A chunk out and not yet answered.
+#[derive(Debug)]
+pub(super) struct Open {
+    pub len: usize,
+    /// Its tasks, encoded: what a copy or a re-run is made from.
+    pub tasks: Vec<u8>,
+    /// Workers holding it (two once copied).
+    pub holders: u32,
+    /// Whether a copy went out already (one is enough).
+    pub copied: bool,
+}
+
+/// Tasks to run again: a failed task, or the chunk of a worker that was lost.
+#[derive(Debug)]
+pub(super) struct Retry<T> {
+    pub first: usize,
+    pub tasks: Vec<T>,
+    /// The worker it failed on, to run it elsewhere when another worker takes part.
+    pub avoid: Option<usize>,
+}
+
+impl<M, L> Engine<'_, M, L>
+where
+    M: Master,
+    L: MasterLink<M::Task, M::Shared, M::Result>,
+{
+    /// `worker` said something at `at`.
+    pub(super) fn heard(&mut self, worker: usize, at: Instant) {
+        if let Some(standing) = self.standing.get_mut(worker) {
+            standing.heard = at;
+        }
+    }
+
+    /// Workers that sat out long enough take part again from iteration `index`.
+    pub(super) fn welcome_back(&mut self, index: usize) {
+        for (worker, standing) in self.standing.iter_mut().enumerate() {
+            if !standing.lost && standing.back_at.is_some_and(|at| at <= index) {
+                standing.back_at = None;
+                standing.strikes = 0;
+                self.healthy[worker] = true;
+            }
+        }
+    }
+
+    /// The tasks waiting to run again that `worker` should take: not those that failed on it
+    /// while another worker takes part.
+    pub(super) fn retry_for(
+        &mut self,
+        round: &mut Round<M>,
+        worker: usize,
+    ) -> Option<Retry<M::Task>> {
+        if round.retry.is_empty() {
+            return None;
+        }
+        let others =
+            (0..round.active.len()).any(|w| w != worker && round.active[w] && self.healthy[w]);
+        let at = round
+            .retry
+            .iter()
+            .position(|r| r.avoid != Some(worker) || !others)?;
+        round.retry.remove(at)
+    }
+
+    /// Tasks of `worker`'s chunk from `first` failed (`failed`: offsets and errors): each is
+    /// run again elsewhere, or, past its retries, fails the run or is skipped. Returns the
+    /// tasks settled (skipped).
+    pub(super) fn task_failures(
+        &mut self,
+        round: &mut Round<M>,
+        worker: usize,
+        first: usize,
+        open: &Open,
+        failed: &[(u32, String)],
+    ) -> Result<usize> {
+        let mut tasks: Vec<Option<M::Task>> = decode_tasks::<M::Task>(&open.tasks)?
+            .into_iter()
+            .map(Some)
+            .collect();
+        let retries = self.config.faults.task_retries as usize;
+        let mut settled = 0;
+        for (offset, why) in failed {
+            let offset = *offset as usize;
+            let task = first + offset;
+            self.metrics.failures.push(Failure {
+                iteration: round.index,
+                worker,
+                first_task: task,
+                tasks: 1,
+                message: why.clone(),
+            });
+            let attempts = round.attempts.entry(task).or_default();
+            attempts.push(format!("worker {worker}: {why}"));
+            let tried = attempts.len();
+            if tried <= retries {
+                eprintln!(
+                    "warning: task {task} of iteration {} failed on worker {worker} (attempt \
+                     {tried} of {}): {why}; running it again",
+                    round.index,
+                    retries + 1
+                );
+                let task_value = tasks.get_mut(offset).and_then(Option::take);
+                round.retry.push_back(Retry {
+                    first: task,
+                    tasks: task_value.into_iter().collect(),
+                    avoid: Some(worker),
+                });
+                continue;
+            }
+            let attempts = round.attempts.remove(&task).unwrap_or_default();
+            match self.config.faults.on_task_failure {
+                OnTaskFailure::Fail => {
+                    return Err(ErrorKind::TaskFailed {
+                        iteration: round.index,
+                        task,
+                        attempts,
+                    }
+                    .into());
+                }
+                OnTaskFailure::Skip => {
+                    eprintln!(
+                        "warning: task {task} of iteration {} failed {tried} times and is \
+                         skipped (--on-task-failure skip)",
+                        round.index
+                    );
+                    entering("task_failed");
+                    self.master.task_failed(TaskId(task), &attempts);
+                    entering(RUNTIME);
+                    settled += 1;
+                }
+            }
+        }
+        if self.standing[worker].strikes >= STRIKES {
+            self.bench(round, worker)?;
+        } else if !(0..round.active.len()).any(|w| w != worker && round.active[w]) {
+            // Alone in the iteration: a worker that takes no part yet runs the failed tasks.
+            let spare =
+                (0..self.healthy.len()).find(|&w| round.parked(w, &self.healthy, &self.held));
+            if let Some(spare) = spare {
+                self.activate(round, spare)?;
+                round.idle.push(spare);
+            }
+        }
+        self.place_retries(round)?;
+        Ok(settled)
+    }
+
+    /// `worker`'s tasks keep failing: it sits out the rest of this iteration and the next
+    /// (twice as many each time it happens again), then comes back.
+    fn bench(&mut self, round: &mut Round<M>, worker: usize) -> Result<()> {
+        let standing = &mut self.standing[worker];
+        let rounds = 1usize << standing.benched.min(10);
+        standing.benched += 1;
+        standing.strikes = 0;
+        standing.back_at = Some(round.index + 1 + rounds);
+        eprintln!(
+            "warning: worker {worker} failed {STRIKES} chunks in a row; it sits out until \
+             iteration {}",
+            round.index + 1 + rounds
+        );
+        self.retire(round, worker)
+    }
+
+    /// The transport lost `worker`, or it was silent too long: it is never used again, and its
+    /// chunks of this iteration that no copy covers run elsewhere.
+    pub(super) fn lose(&mut self, round: &mut Round<M>, worker: usize, why: &str) -> Result<()> {
+        if self.standing[worker].lost {
+            return Ok(());
+        }
+        self.link.forsake(worker);
+        self.standing[worker].lost = true;
+        round.probe.abandoned(worker);
+        let held: VecDeque<InFlight> = std::mem::take(&mut self.held[worker]);
+        eprintln!(
+            "warning: worker {worker} is lost ({why}); its {} chunk(s) run elsewhere",
+            held.len()
+        );
+        self.metrics.failures.push(Failure {
+            iteration: round.index,
+            worker,
+            first_task: held.front().map_or(0, |f| f.first),
+            tasks: held.iter().map(|f| f.len).sum(),
+            message: format!("lost: {why}"),
+        });
+        for flight in held {
+            if flight.iteration != round.index {
+                continue;
+            }
+            let Some(open) = round.open.get_mut(&flight.first) else {
+                continue;
+            };
+            if open.len != flight.len {
+                continue;
+            }
+            open.holders = open.holders.saturating_sub(1);
+            if open.holders == 0 {
+                let tasks = decode_tasks::<M::Task>(&open.tasks)?;
+                round.open.remove(&flight.first);
+                round.retry.push_back(Retry {
+                    first: flight.first,
+                    tasks,
+                    avoid: None,
+                });
+            }
+        }
+        if self.healthy[worker] {
+            self.retire(round, worker)?;
+        }
+        self.place_retries(round)
+    }
+
+    /// `worker` takes no further part in this iteration; a worker that takes no part yet
+    /// replaces it. With nobody left, workers sitting out come back at once.
+    pub(super) fn retire(&mut self, round: &mut Round<M>, worker: usize) -> Result<()> {
+        self.healthy[worker] = false;
+        round.active[worker] = false;
+        round.idle.retain(|&w| w != worker);
+        if !self.healthy.contains(&true) {
+            for (w, standing) in self.standing.iter_mut().enumerate() {
+                if !standing.lost && standing.back_at.take().is_some() {
+                    self.healthy[w] = true;
+                }
+            }
+        }
+        if !self.healthy.contains(&true) {
+            let lost = self.standing.iter().filter(|s| s.lost).count();
+            return Err(ErrorKind::NoWorkers {
+                message: format!(
+                    "every worker failed or was lost ({lost} lost) in iteration {}",
+                    round.index
+                ),
+            }
+            .into());
+        }
+        let spare = (0..self.healthy.len()).find(|&w| round.parked(w, &self.healthy, &self.held));
+        if let Some(spare) = spare {
+            self.activate(round, spare)?;
+            if self.dispatch(round, spare, clock::now())? {
+                self.prefetch(round, spare, clock::now())?;
+            } else {
+                round.idle.push(spare);
+            }
+        }
+        Ok(())
+    }
+
+    /// Idle workers take the tasks waiting to run again; busy ones take them when they answer.
+    pub(super) fn place_retries(&mut self, round: &mut Round<M>) -> Result<()> {
+        let mut at = 0;
+        while !round.retry.is_empty() && at < round.idle.len() {
+            let worker = round.idle[at];
+            if self.dispatch(round, worker, clock::now())? {
+                round.idle.swap_remove(at);
+            } else {
+                at += 1;
+            }
+        }
+        Ok(())
+    }
+
+    /// Looks for workers silent past the liveness timeout (lost), and for chunks out much
+    /// longer than expected, which are copied to an idle worker.
+    pub(super) fn watch(&mut self, round: &mut Round<M>, now: Instant) -> Result<()> {
+        round.next_watch = now + WATCH_EVERY;
+        let liveness = self.config.faults.liveness;
+        for worker in 0..self.held.len() {
+            let silent = now.saturating_duration_since(self.standing[worker].heard);
+            if !self.standing[worker].lost && !self.held[worker].is_empty() && silent > liveness {
+                let why = format!(
+                    "silent for {:.1} s while holding a chunk (--liveness-timeout)",
+                    silent.as_secs_f64()
+                );
+                self.lose(round, worker, &why)?;
+            }
+        }
+        let after = self.config.faults.backup_after;
+        let mean_ms = self.stats.pooled().mean();
+        if after <= 0.0 || round.idle.is_empty() || !(mean_ms > 0.0) {
+            return Ok(());
+        }
+        for worker in 0..self.held.len() {
+            let Some(front) = self.held[worker].front() else {
+                continue;
+            };
+            let (first, len) = (front.first, front.len);
+            // A chunk sent ahead starts when the one before it is answered.
+            let began = front.sent.max(self.standing[worker].heard);
+            let due = Duration::from_secs_f64(mean_ms * len as f64 * after / 1e3) + BACKUP_MARGIN;
+            let late = front.iteration == round.index
+                && now.saturating_duration_since(began) > due
+                && round
+                    .open
+                    .get(&first)
+                    .is_some_and(|o| o.len == len && !o.copied);
+            if !late {
+                continue;
+            }
+            let Some(at) = round.idle.iter().position(|&w| w != worker) else {
+                break;
+            };
+            let idle = round.idle.swap_remove(at);
+            let Some(open) = round.open.get_mut(&first) else {
+                continue;
+            };
+            open.copied = true;
+            open.holders += 1;
+            let tasks = decode_tasks::<M::Task>(&open.tasks)?;
+            round.backups += 1;
+            self.send_chunk(round, idle, first, tasks, now)?;
+        }
+        Ok(())
+    }
+}
+
+/// The tasks of a chunk, from the copy the master kept.
+fn decode_tasks<T: Message>(bytes: &[u8]) -> Result<Vec<T>> {
+    crate::codec::decode::<Vec<T>>(bytes).map_err(|e| {
+        Error::backend(format!(
+            "the master's own copy of a chunk does not decode ({e}); please report this"
+        ))
+    })
+}
