@@ -62,13 +62,19 @@ pub(crate) struct LocalWorker<T, S, R> {
 impl<T, S, R> Drop for LocalWorker<T, S, R> {
     fn drop(&mut self) {
         if !self.finished {
+            // Closing the inbox first lets a master blocked on a synchronous send to this
+            // worker go on (and learn it is gone) instead of waiting for it forever.
+            self.inbox = crossbeam_channel::never();
             let why = "its thread ended without finishing".to_owned();
-            let _ = self
-                .to_master
-                .try_send((None, (self.index, FromWorker::Lost { why })));
+            let lost = (None, (self.index, FromWorker::Lost { why }));
+            let _ = self.to_master.send_timeout(lost, LOST_PATIENCE);
         }
     }
 }
+
+/// How long a worker whose thread ends waits for the master to take the news: the master
+/// looks at its channel every few tens of milliseconds while it runs.
+const LOST_PATIENCE: Duration = Duration::from_secs(5);
 
 /// Both ends of a local pool.
 pub(crate) type Pool<T, S, R> = (LocalMaster<T, S, R>, Vec<LocalWorker<T, S, R>>);
@@ -148,9 +154,11 @@ impl<T: Message, S: Message, R: Message> MasterLink<T, S, R> for LocalMaster<T, 
             .network
             .as_ref()
             .map(|n| n.out.due(to_worker_len(&message), crate::clock::now()));
-        inbox
-            .send((due, message))
-            .map_err(|_| Error::backend(format!("worker {worker} exited unexpectedly")))?;
+        if inbox.send((due, message)).is_err() {
+            // Its thread ended: it says so itself (`FromWorker::Lost`), and the message is
+            // dropped as a dead process's would be.
+            return Ok(());
+        }
         if let (true, Some(due)) = (self.sync, due) {
             // A synchronous send completes once the message is delivered.
             self.sleeper.until(due);

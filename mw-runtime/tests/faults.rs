@@ -1,0 +1,122 @@
+//! Workers that hang for good, die, or fail tasks now and then: the run still ends, with every
+//! result recovered exactly once (the checker's `final_work` fails the run otherwise).
+#![allow(clippy::unwrap_used)]
+
+use std::time::Duration;
+
+use mw_runtime::prelude::*;
+use mw_runtime::{PolicyName, RunConfig};
+
+mod common;
+use common::{Checker, Job, Scenario, config};
+
+/// What worker 1 does wrong, at its first task of iteration 1.
+#[derive(Debug, Clone, Copy)]
+enum Fault {
+    Hang,
+    Exit,
+    Error,
+}
+
+struct Faulty {
+    index: usize,
+    fault: Fault,
+    struck: bool,
+}
+
+impl Worker for Faulty {
+    type Task = Job;
+    type Result = (u32, u32, u64);
+    type Shared = u32;
+
+    fn initialize(&mut self, setup: &WorkerSetup) -> mw_runtime::Result<()> {
+        self.index = setup.index();
+        Ok(())
+    }
+
+    fn do_work(&mut self, shared: &u32, task: &Job) -> (u32, u32, u64) {
+        self.try_work(shared, task).unwrap()
+    }
+
+    fn try_work(
+        &mut self,
+        _: &u32,
+        &(it, index, us): &Job,
+    ) -> Result<(u32, u32, u64), mw_runtime::TaskError> {
+        if self.index == 1 && it == 1 && !self.struck {
+            self.struck = true;
+            match self.fault {
+                Fault::Hang => loop {
+                    std::thread::sleep(Duration::from_secs(3600));
+                },
+                Fault::Exit => mw_runtime::fault::exit_worker(),
+                Fault::Error => return Err("a task fails once".into()),
+            }
+        }
+        std::thread::sleep(Duration::from_micros(u64::from(us)));
+        Ok((it, index, u64::from(it) * 1_000_003 + u64::from(index)))
+    }
+}
+
+fn run(fault: Fault, protocol: Protocol) -> mw_runtime::RunMetrics {
+    let scenario = Scenario {
+        iterations: vec![vec![500; 60]; 3],
+        nworkers: vec![],
+        panic_at: None,
+    };
+    let config = RunConfig {
+        faults: mw_runtime::config::FaultConfig {
+            // Long enough never to strike by mistake on a loaded machine.
+            liveness: Duration::from_secs(30),
+            ..Default::default()
+        },
+        ..config(3, PolicyName::Daf, protocol, 0.5)
+    };
+    let checker = move || Checker::new(&scenario);
+    let worker = move || Faulty {
+        index: 0,
+        fault,
+        struck: false,
+    };
+    let report = mw_runtime::run_config(&config, checker, worker).unwrap();
+    report.into_metrics().unwrap()
+}
+
+#[test]
+fn a_worker_that_hangs_for_good_is_backed_up_and_left_behind() {
+    for protocol in [Protocol::Async, Protocol::Sync] {
+        let metrics = run(Fault::Hang, protocol);
+        let backups: usize = metrics.iterations.iter().map(|i| i.backups).sum();
+        assert!(backups >= 1, "{protocol}: no chunk was copied");
+        assert!(
+            metrics.failures.iter().any(|f| f.worker == 1),
+            "{protocol}: {:?}",
+            metrics.failures
+        );
+        // It takes no part once it holds a chunk nobody waits for.
+        assert_eq!(metrics.iterations[2].busy_ms[1], 0.0);
+    }
+}
+
+#[test]
+fn a_worker_that_dies_is_lost_and_its_chunks_run_elsewhere() {
+    for protocol in [Protocol::Async, Protocol::Sync] {
+        let metrics = run(Fault::Exit, protocol);
+        let lost: Vec<_> = metrics
+            .failures
+            .iter()
+            .filter(|f| f.message.starts_with("lost"))
+            .collect();
+        assert_eq!(lost.len(), 1, "{protocol}: {:?}", metrics.failures);
+        assert_eq!(lost[0].worker, 1);
+        assert_eq!(metrics.iterations[2].busy_ms[1], 0.0);
+    }
+}
+
+#[test]
+fn a_task_that_fails_once_runs_again_and_the_worker_stays() {
+    let metrics = run(Fault::Error, Protocol::Async);
+    assert_eq!(metrics.failures.len(), 1, "{:?}", metrics.failures);
+    assert_eq!(metrics.failures[0].message, "a task fails once");
+    assert!(metrics.iterations[2].busy_ms[1] > 0.0);
+}
