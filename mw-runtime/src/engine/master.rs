@@ -700,17 +700,21 @@ where
         } else {
             return Ok(false);
         };
-        let mut copy = Vec::new();
-        tasks.encode(&mut copy);
-        round.open.insert(
-            first,
-            Open {
-                len: tasks.len(),
-                tasks: copy,
-                holders: 1,
-                copied: false,
-            },
-        );
+        match round.open.get_mut(&first) {
+            // A copy of a chunk still out elsewhere.
+            Some(open) if open.len == tasks.len() => open.holders += 1,
+            _ => {
+                let mut copy = Vec::new();
+                tasks.encode(&mut copy);
+                let open = Open {
+                    len: tasks.len(),
+                    tasks: copy,
+                    holders: 1,
+                    copied: false,
+                };
+                round.open.insert(first, open);
+            }
+        }
         self.send_chunk(round, worker, first, tasks, now)?;
         Ok(true)
     }

@@ -345,21 +345,36 @@ where
                     .open
                     .get(&first)
                     .is_some_and(|o| o.len == len && !o.copied);
-            if !late {
+            if !late || !round.idle.iter().any(|&w| w != worker) {
                 continue;
             }
-            let Some(at) = round.idle.iter().position(|&w| w != worker) else {
-                break;
-            };
-            let idle = round.idle.swap_remove(at);
-            let Some(open) = round.open.get_mut(&first) else {
-                continue;
-            };
-            open.copied = true;
-            open.holders += 1;
-            let tasks = decode_tasks::<M::Task>(&open.tasks)?;
-            round.backups += 1;
-            self.send_chunk(round, idle, first, tasks, now)?;
+            // The chunk it is stuck on goes to an idle worker now; those it holds behind it
+            // would wait as long, so they run elsewhere too, as the next to be handed out.
+            let held: Vec<(usize, usize)> = self.held[worker]
+                .iter()
+                .filter(|f| f.iteration == round.index)
+                .map(|f| (f.first, f.len))
+                .collect();
+            for (n, (first, len)) in held.into_iter().enumerate() {
+                let Some(open) = round.open.get_mut(&first).filter(|o| o.len == len) else {
+                    continue;
+                };
+                if open.copied {
+                    continue;
+                }
+                open.copied = true;
+                let tasks = decode_tasks::<M::Task>(&open.tasks)?;
+                round.backups += 1;
+                round.retry.insert(
+                    n,
+                    Retry {
+                        first,
+                        tasks,
+                        avoid: Some(worker),
+                    },
+                );
+            }
+            self.place_retries(round)?;
         }
         Ok(())
     }
