@@ -79,6 +79,30 @@ pub trait Master {
     fn final_work(&mut self) -> crate::Result<()> {
         Ok(())
     }
+
+    /// The master's state between two iterations, for `--checkpoint`: what
+    /// [`restore`](Master::restore) needs for a run started with `--resume` to go on as this
+    /// one would have. Encode it with [`codec::encode`](crate::codec::encode) (any
+    /// [`Message`]). `None`, the default: this master cannot be checkpointed, and
+    /// `--checkpoint` is refused before any work.
+    fn checkpoint(&self) -> Option<Vec<u8>> {
+        None
+    }
+
+    /// Puts back the state [`checkpoint`](Master::checkpoint) saved, after `initialize` and
+    /// before the first iteration of a run started with `--resume`; the run then goes on from
+    /// the iteration after the one saved.
+    ///
+    /// # Errors
+    /// State this master cannot take (decode it with [`codec::decode`](crate::codec::decode),
+    /// whose error says what was wrong); the run ends before any work. The default refuses.
+    fn restore(&mut self, saved: &[u8]) -> crate::Result<()> {
+        let _ = saved;
+        Err(crate::Error::config(
+            "error: this program's master has no `restore` hook, so it cannot `--resume`",
+            "give the master `checkpoint` and `restore` hooks, or run without `--resume`",
+        ))
+    }
 }
 
 /// The worker's hooks: process tasks.

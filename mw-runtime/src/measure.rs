@@ -118,6 +118,22 @@ impl TaskStats {
         }
     }
 
+    /// Statistics for a pool of `workers` whose last iteration took `last` (pooled, per
+    /// worker): a run resumed from a checkpoint.
+    pub(crate) fn resumed(workers: usize, last: (Moments, Vec<Moments>)) -> Self {
+        let mut stats = TaskStats::new(workers);
+        stats.previous.pooled = last.0;
+        for (slot, m) in stats.previous.per_worker.iter_mut().zip(last.1) {
+            *slot = m;
+        }
+        stats
+    }
+
+    /// Workers of the pool.
+    pub(crate) fn workers(&self) -> usize {
+        self.current.per_worker.len()
+    }
+
     /// Folds in a chunk's task times measured on `worker`.
     pub fn record(&mut self, worker: usize, chunk: &Moments) {
         self.current.pooled.merge(chunk);

@@ -63,6 +63,9 @@ pub struct IterationMetrics {
     /// Late chunks copied to an idle worker (`--backup-after`); the first answer won.
     #[serde(default)]
     pub backups: usize,
+    /// Time taken to save the checkpoint after this iteration (`--checkpoint`), in ms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checkpoint_ms: Option<f64>,
     /// Processing time of each worker of the pool in this iteration, in ms.
     pub busy_ms: Vec<f64>,
     /// Mean time of one task in this iteration, in ms (`μ`).

@@ -92,6 +92,22 @@ pub(crate) fn trait_impl(
                         }
                     }
                 }),
+                hooks.get("checkpoint").map(|c| {
+                    let call = call(c.method(), &[]);
+                    quote! {
+                        fn checkpoint(&self) -> ::core::option::Option<::std::vec::Vec<u8>> {
+                            #call
+                        }
+                    }
+                }),
+                hooks.get("restore").map(|c| {
+                    let call = call(c.method(), &[param(c.method(), 0, "saved")]);
+                    quote! {
+                        fn restore(&mut self, saved: &[u8]) -> #p::Result<()> {
+                            #call
+                        }
+                    }
+                }),
                 hooks.get("task_failed").map(|c| {
                     let m = c.method();
                     let call = call(m, &[param(m, 0, "task"), param(m, 1, "errors")]);

@@ -51,6 +51,16 @@ const MASTER_HOOKS: &[Hook] = &[
         signature: "fn recover(&mut self, task: {mw}::TaskId, result: Result)",
     },
     Hook {
+        name: "checkpoint",
+        required: false,
+        signature: "fn checkpoint(&self) -> Option<Vec<u8>>",
+    },
+    Hook {
+        name: "restore",
+        required: false,
+        signature: "fn restore(&mut self, saved: &[u8]) -> {mw}::Result<()>",
+    },
+    Hook {
         name: "task_failed",
         required: false,
         signature: "fn task_failed(&mut self, task: {mw}::TaskId, errors: &[String])",

@@ -169,16 +169,23 @@ fn check<'a>(
             FnArg::Receiver(_) => None,
         })
         .collect();
+    // Saving a checkpoint only reads the master.
+    let shared_self = (role, hook.name) == (Role::Master, "checkpoint");
+    let receiver_text = if shared_self {
+        "it must take `&self`"
+    } else {
+        "it must take `&mut self`"
+    };
     match sig.inputs.first() {
         Some(FnArg::Receiver(receiver))
             if receiver.reference.is_some()
-                && receiver.mutability.is_some()
+                && receiver.mutability.is_some() != shared_self
                 && receiver.colon_token.is_none() => {}
-        Some(FnArg::Receiver(receiver)) => fail(cx, receiver, "it must take `&mut self`"),
-        _ => fail(cx, &sig.ident, "it must take `&mut self`"),
+        Some(FnArg::Receiver(receiver)) => fail(cx, receiver, receiver_text),
+        _ => fail(cx, &sig.ident, receiver_text),
     }
     let arity = match (role, hook.name) {
-        (_, "final_work") => 0,
+        (_, "final_work") | (Role::Master, "checkpoint") => 0,
         (Role::Master, "recover" | "more_tasks" | "task_failed") | (Role::Worker, "do_work") => 2,
         _ => 1,
     };
@@ -220,6 +227,21 @@ fn check<'a>(
             Checked::Plain { method }
         }
         (_, "final_work") => {
+            if ret.is_none() {
+                fail(cx, &sig.ident, "it must return `Result<()>`");
+            }
+            Checked::Plain { method }
+        }
+        (Role::Master, "checkpoint") => {
+            if !ret.is_some_and(|ty| matches!(ty, Type::Path(p) if p.path.segments.last().is_some_and(|s| s.ident == "Option"))) {
+                fail(cx, &sig.ident, "it must return `Option<Vec<u8>>`");
+            }
+            Checked::Plain { method }
+        }
+        (Role::Master, "restore") => {
+            if !matches!(&*params[0].ty, Type::Reference(r) if r.mutability.is_none()) {
+                fail(cx, &params[0].ty, "its parameter must be `&[u8]`");
+            }
             if ret.is_none() {
                 fail(cx, &sig.ident, "it must return `Result<()>`");
             }

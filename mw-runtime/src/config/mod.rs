@@ -136,6 +136,12 @@ pub struct RunArgs {
     /// Copy a chunk to an idle worker once it has been out this many times its expected time; the first answer wins; 0: never [default: 3]
     #[arg(long, value_name = "TIMES", value_parser = faults::parse_backup, help_heading = "Faults")]
     pub backup_after: Option<f64>,
+    /// Save what the run needs to go on (the master's `checkpoint` hook, the iteration, the tunables) to this file at every iteration boundary
+    #[arg(long, value_name = "PATH", help_heading = "Faults")]
+    pub checkpoint: Option<PathBuf>,
+    /// Go on from a checkpoint written by --checkpoint, as if the run had never stopped
+    #[arg(long, value_name = "PATH", help_heading = "Faults")]
+    pub resume: Option<PathBuf>,
     /// Declare a worker lost once it holds chunks and has said nothing for this many seconds; its chunks run elsewhere [default: 60]
     #[arg(long, value_name = "SECS", value_parser = faults::parse_seconds, help_heading = "Faults")]
     pub liveness_timeout: Option<f64>,
@@ -216,6 +222,8 @@ pub struct RunSection {
     pub backup_after: Option<f64>,
     /// Seconds.
     pub liveness_timeout: Option<f64>,
+    /// As `--checkpoint`.
+    pub checkpoint: Option<PathBuf>,
 }
 
 /// `Mw.toml`: the run defaults of a project, plus the answers `mwgen new` was given (kept in
@@ -294,6 +302,10 @@ pub struct RunConfig {
     pub link: Option<EmulatedLink>,
     /// Failing tasks, stragglers, silent workers.
     pub faults: FaultConfig,
+    /// Where to save a checkpoint at every iteration boundary (`--checkpoint`).
+    pub checkpoint: Option<PathBuf>,
+    /// The checkpoint to go on from (`--resume`).
+    pub resume: Option<PathBuf>,
 }
 
 /// An emulated network (`--link-latency`, `--link-bandwidth`): the master's network card, one
@@ -334,6 +346,8 @@ impl Default for RunConfig {
             load: LoadPattern::None,
             link: None,
             faults: FaultConfig::default(),
+            checkpoint: None,
+            resume: None,
         }
     }
 }
@@ -459,6 +473,8 @@ impl RunConfig {
                     None => defaults.faults.liveness,
                 },
             },
+            checkpoint: args.checkpoint.clone().or_else(|| file.checkpoint.clone()),
+            resume: args.resume.clone(),
         };
         config.validate()?;
         Ok(config)

@@ -3,6 +3,7 @@
 
 use std::cell::Cell;
 use std::collections::{HashMap, VecDeque};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -23,6 +24,7 @@ use crate::tuning::{ControlServer, Span, Status, Tuner};
 
 mod faults;
 
+use super::checkpoint::{Checkpoint, Saver};
 use faults::{Open, Retry, Standing, WATCH_EVERY};
 
 /// Runs the whole program on the master: initialize, iterate, shut the workers down, final work.
@@ -40,7 +42,20 @@ where
     let started = clock::now();
     let pool = link.pool();
     let layout = link.layout();
-    let tunables = TunablesHandle::new(config.tunables(pool), pool);
+    let resumed = match &config.resume {
+        Some(path) => Some(Checkpoint::read(path, app)?),
+        None => None,
+    };
+    let (start, tunables, stats) = match &resumed {
+        Some(saved) => {
+            let mut tunables = saved.tunables.clone();
+            tunables.nworkers = tunables.nworkers.min(pool);
+            let stats = TaskStats::resumed(pool, saved.task_times.clone());
+            (saved.next_iteration, tunables, stats)
+        }
+        None => (0, config.tunables(pool), TaskStats::new(pool)),
+    };
+    let tunables = TunablesHandle::new(tunables, pool);
     let mut engine = Engine {
         master,
         link,
@@ -50,8 +65,9 @@ where
         policy_name: config.policy,
         healthy: vec![true; pool],
         standing: vec![Standing::new(started); pool],
+        saver: Saver::default(),
         held: (0..pool).map(|_| VecDeque::new()).collect(),
-        stats: TaskStats::new(pool),
+        stats,
         tuner: Tuner::new(config, layout),
         control: None,
         next_chunk_id: 0,
@@ -76,7 +92,9 @@ where
     let outcome = engine
         .open_control()
         .and_then(|()| engine.await_ready())
-        .and_then(|()| engine.run());
+        .and_then(|()| engine.restore(resumed))
+        .and_then(|()| engine.run(start))
+        .and_then(|()| engine.saver.finish());
     // Closes the endpoint (and removes its socket) whatever happened.
     engine.control = None;
     let shutdown = engine.shutdown();
@@ -104,6 +122,8 @@ struct Engine<'a, M: Master, L> {
     healthy: Vec<bool>,
     /// Per worker, what the engine knows of its faults.
     standing: Vec<Standing>,
+    /// Writes `--checkpoint`.
+    saver: Saver,
     /// Per worker, the chunks it holds in the order it will answer them: the one it processes,
     /// then those sent ahead. Kept across iterations: a worker still busy with a chunk whose
     /// copy was answered first takes no new part until it has answered.
@@ -273,8 +293,69 @@ where
         Ok(())
     }
 
-    fn run(&mut self) -> Result<()> {
-        for index in 0.. {
+    /// Puts back the master's state saved in `resumed`, if the run goes on from a checkpoint;
+    /// with `--checkpoint`, checks the master can save one before any work.
+    fn restore(&mut self, resumed: Option<Checkpoint>) -> Result<()> {
+        if let Some(saved) = resumed {
+            entering("restore");
+            let restored = self.master.restore(&saved.master);
+            entering(RUNTIME);
+            restored?;
+            eprintln!(
+                "mw: resumed from `{}` at iteration {}",
+                self.config
+                    .resume
+                    .as_deref()
+                    .unwrap_or(Path::new(""))
+                    .display(),
+                saved.next_iteration
+            );
+        }
+        if let Some(path) = &self.config.checkpoint {
+            entering("checkpoint");
+            let can = self.master.checkpoint().is_some();
+            entering(RUNTIME);
+            if !can {
+                return Err(Error::config(
+                    format!(
+                        "error: `--checkpoint {}`: this program's master has no `checkpoint` hook",
+                        path.display()
+                    ),
+                    "give the master `checkpoint` and `restore` hooks (its state between two \
+                     iterations), or run without `--checkpoint`",
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Saves the state to go on from at iteration `next` (`--checkpoint`); the time it took.
+    fn save(&mut self, next: usize) -> Result<Option<Duration>> {
+        let Some(path) = &self.config.checkpoint else {
+            return Ok(None);
+        };
+        let saving = clock::now();
+        entering("checkpoint");
+        let master = self.master.checkpoint();
+        entering(RUNTIME);
+        let Some(master) = master else {
+            return Err(Error::app(
+                "the master's `checkpoint` hook returned None after it had returned a state",
+            ));
+        };
+        let checkpoint = Checkpoint {
+            app: self.metrics.app.clone(),
+            next_iteration: next,
+            tunables: self.tunables.current(),
+            task_times: self.stats.last(),
+            master,
+        };
+        self.saver.save(checkpoint, path)?;
+        Ok(Some(clock::since(saving)))
+    }
+
+    fn run(&mut self, start: usize) -> Result<()> {
+        for index in start.. {
             let applied = self.tunables.apply_pending(index);
             for a in &applied {
                 self.announce(&a.decision);
@@ -297,7 +378,13 @@ where
                 policy: tunables.policy,
             };
             match self.iteration(&iteration)? {
-                Some(Flow::Continue) => {}
+                Some(Flow::Continue) => {
+                    if let Some(took) = self.save(index + 1)? {
+                        if let Some(last) = self.metrics.iterations.last_mut() {
+                            last.checkpoint_ms = Some(ms(took));
+                        }
+                    }
+                }
                 Some(Flow::Stop) | None => break,
             }
         }
@@ -943,6 +1030,7 @@ where
             chunk_sizes: round.chunk_sizes,
             prefetched: round.prefetched,
             backups: round.backups,
+            checkpoint_ms: None,
             busy_ms: obs.busy_ms.clone(),
             task_mean_ms: obs.task.mean(),
             task_stddev_ms: obs.task.stddev(),

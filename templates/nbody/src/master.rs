@@ -73,6 +73,28 @@ impl NBody {
         Flow::Continue
     }
 
+    /// `--checkpoint`: between two steps the bodies are the whole state (the step is the
+    /// iteration, which the runtime saves).
+    fn checkpoint(&self) -> Option<Vec<u8>> {
+        Some(mw::codec::encode(&self.bodies))
+    }
+
+    /// `--resume`: the bodies as they were after the step saved.
+    fn restore(&mut self, saved: &[u8]) -> mw::Result<()> {
+        let bodies: Vec<Body> = mw::codec::decode(saved).map_err(mw::Error::app)?;
+        if bodies.len() != self.bodies.len() {
+            return Err(mw::Error::app(format!(
+                "the checkpoint holds {} bodies and this run has {}: resume with the same \
+                 --bodies",
+                bodies.len(),
+                self.bodies.len()
+            )));
+        }
+        self.next = bodies.clone();
+        self.bodies = bodies;
+        Ok(())
+    }
+
     fn final_work(&mut self) -> mw::Result<()> {
         if let Some(path) = &self.out {
             std::fs::write(path, physics::to_csv(&self.bodies))

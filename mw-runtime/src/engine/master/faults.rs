@@ -328,7 +328,7 @@ where
         }
         let after = self.config.faults.backup_after;
         let mean_ms = self.stats.pooled().mean();
-        if after <= 0.0 || round.idle.is_empty() || !(mean_ms > 0.0) {
+        if after <= 0.0 || round.idle.is_empty() || mean_ms.is_nan() || mean_ms <= 0.0 {
             return Ok(());
         }
         for worker in 0..self.held.len() {
