@@ -179,17 +179,10 @@ impl<T: Message, S: Message, R: Message> MasterLink<T, S, R> for LocalMaster<T, 
     fn recv_within(&mut self, timeout: Duration) -> Result<Option<(usize, FromWorker<T, R>)>> {
         let deadline = crate::clock::now() + timeout;
         loop {
-            let left = deadline.saturating_duration_since(crate::clock::now());
-            let (due, message) = match self.from_workers.try_recv() {
+            let (due, message) = match receive_until(&self.from_workers, Some(deadline)) {
                 Ok(timed) => timed,
-                Err(TryRecvError::Empty) => match self.from_workers.recv_timeout(left) {
-                    Ok(timed) => timed,
-                    Err(RecvTimeoutError::Timeout) => return Ok(None),
-                    Err(RecvTimeoutError::Disconnected) => {
-                        return Err(Error::backend("every worker exited unexpectedly"));
-                    }
-                },
-                Err(TryRecvError::Disconnected) => {
+                Err(RecvTimeoutError::Timeout) => return Ok(None),
+                Err(RecvTimeoutError::Disconnected) => {
                     return Err(Error::backend("every worker exited unexpectedly"));
                 }
             };
@@ -280,11 +273,20 @@ fn from_worker_len<T: Message, R: Message>(message: &FromWorker<T, R>) -> usize 
 /// usually come within microseconds of each other, and a parked thread takes tens of them to
 /// wake: the channel is looked at again for a while, yielding the core, before the thread blocks.
 fn receive<M>(channel: &Receiver<M>) -> Option<M> {
+    receive_until(channel, None).ok()
+}
+
+/// The next message, waiting until `deadline` at most (for ever without one), looking at the
+/// channel for a while before blocking as [`receive`] does.
+fn receive_until<M>(
+    channel: &Receiver<M>,
+    deadline: Option<Instant>,
+) -> std::result::Result<M, RecvTimeoutError> {
     let started = crate::clock::now();
     for attempt in 1u32.. {
         match channel.try_recv() {
-            Ok(message) => return Some(message),
-            Err(TryRecvError::Disconnected) => return None,
+            Ok(message) => return Ok(message),
+            Err(TryRecvError::Disconnected) => return Err(RecvTimeoutError::Disconnected),
             Err(TryRecvError::Empty) => {}
         }
         if attempt % 16 == 0 && crate::clock::since(started) > LOOK_AGAIN {
@@ -292,5 +294,11 @@ fn receive<M>(channel: &Receiver<M>) -> Option<M> {
         }
         std::thread::yield_now();
     }
-    channel.recv().ok()
+    match deadline {
+        Some(deadline) => {
+            let left = deadline.saturating_duration_since(crate::clock::now());
+            channel.recv_timeout(left)
+        }
+        None => channel.recv().map_err(|_| RecvTimeoutError::Disconnected),
+    }
 }
