@@ -80,7 +80,8 @@ pub trait Master {
         Ok(())
     }
 
-    /// The master's state between two iterations, for `--checkpoint`: what
+    /// The master's state between two iterations, or inside a long one (every
+    /// `--checkpoint-every` seconds, with the results recovered so far), for `--checkpoint`: what
     /// [`restore`](Master::restore) needs for a run started with `--resume` to go on as this
     /// one would have. Encode it with [`codec::encode`](crate::codec::encode) (any
     /// [`Message`]). `None`, the default: this master cannot be checkpointed, and

@@ -135,3 +135,111 @@ fn a_master_without_the_hooks_is_refused_before_any_work() {
         "{err}"
     );
 }
+
+/// One bag of 300 tasks whose results are kept by id; panics (as a kill would stop it) after
+/// `stop_after` results.
+struct Bag {
+    recovered: Vec<u32>,
+    stop_after: Option<usize>,
+    out: std::sync::mpsc::Sender<Vec<u32>>,
+}
+
+impl Master for Bag {
+    type Task = u32;
+    type Result = u32;
+    type Shared = ();
+
+    fn partition(&mut self, it: &Iteration) -> Work<(), u32> {
+        Work::tasks(if it.index == 0 {
+            (0..300).collect()
+        } else {
+            Vec::new()
+        })
+    }
+
+    fn recover(&mut self, task: TaskId, n: u32) {
+        assert_eq!(
+            task.index() as u32,
+            n / 2,
+            "a result under another task's id"
+        );
+        assert!(
+            !self.recovered.contains(&n),
+            "task {} recovered twice",
+            task.index()
+        );
+        self.recovered.push(n);
+        if self.stop_after.is_some_and(|s| self.recovered.len() >= s) {
+            panic!("stopped on purpose");
+        }
+    }
+
+    fn final_work(&mut self) -> mw_runtime::Result<()> {
+        self.out.send(std::mem::take(&mut self.recovered)).unwrap();
+        Ok(())
+    }
+
+    fn checkpoint(&self) -> Option<Vec<u8>> {
+        Some(mw_runtime::codec::encode(&self.recovered))
+    }
+
+    fn restore(&mut self, saved: &[u8]) -> mw_runtime::Result<()> {
+        self.recovered = mw_runtime::codec::decode(saved).map_err(mw_runtime::Error::app)?;
+        Ok(())
+    }
+}
+
+#[derive(Default)]
+struct Doubler;
+
+impl Worker for Doubler {
+    type Task = u32;
+    type Result = u32;
+    type Shared = ();
+
+    fn do_work(&mut self, _: &(), n: &u32) -> u32 {
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        n * 2
+    }
+}
+
+#[test]
+fn a_one_bag_job_is_saved_inside_its_iteration_and_resumed_without_redoing_tasks() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bag.ck");
+    let base = config(2, PolicyName::Daf, Protocol::Async, 0.5);
+    let saving = RunConfig {
+        checkpoint: Some(path.clone()),
+        checkpoint_every: std::time::Duration::from_millis(50),
+        ..base.clone()
+    };
+    let (out, _) = std::sync::mpsc::channel();
+    let stopped = mw_runtime::run_config(
+        &saving,
+        move || Bag {
+            recovered: Vec::new(),
+            stop_after: Some(200),
+            out,
+        },
+        Doubler::default,
+    );
+    assert!(stopped.is_err(), "the master stopped on purpose");
+    let (out, results) = std::sync::mpsc::channel();
+    let resuming = RunConfig {
+        resume: Some(path.clone()),
+        ..base
+    };
+    mw_runtime::run_config(
+        &resuming,
+        move || Bag {
+            recovered: Vec::new(),
+            stop_after: None,
+            out,
+        },
+        Doubler::default,
+    )
+    .unwrap();
+    let mut all = results.recv().unwrap();
+    all.sort_unstable();
+    assert_eq!(all, (0..300).map(|n| n * 2).collect::<Vec<u32>>());
+}

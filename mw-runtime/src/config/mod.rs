@@ -139,6 +139,9 @@ pub struct RunArgs {
     /// Save what the run needs to go on (the master's `checkpoint` hook, the iteration, the tunables) to this file at every iteration boundary
     #[arg(long, value_name = "PATH", help_heading = "Faults")]
     pub checkpoint: Option<PathBuf>,
+    /// Inside a long iteration (a one-bag job), save a checkpoint every this many seconds too [default: 5]
+    #[arg(long, value_name = "SECS", value_parser = faults::parse_seconds, help_heading = "Faults")]
+    pub checkpoint_every: Option<f64>,
     /// Go on from a checkpoint written by --checkpoint, as if the run had never stopped
     #[arg(long, value_name = "PATH", help_heading = "Faults")]
     pub resume: Option<PathBuf>,
@@ -304,6 +307,8 @@ pub struct RunConfig {
     pub faults: FaultConfig,
     /// Where to save a checkpoint at every iteration boundary (`--checkpoint`).
     pub checkpoint: Option<PathBuf>,
+    /// How often to save one inside a long iteration (`--checkpoint-every`).
+    pub checkpoint_every: std::time::Duration,
     /// The checkpoint to go on from (`--resume`).
     pub resume: Option<PathBuf>,
 }
@@ -347,6 +352,7 @@ impl Default for RunConfig {
             link: None,
             faults: FaultConfig::default(),
             checkpoint: None,
+            checkpoint_every: std::time::Duration::from_secs(5),
             resume: None,
         }
     }
@@ -474,6 +480,10 @@ impl RunConfig {
                 },
             },
             checkpoint: args.checkpoint.clone().or_else(|| file.checkpoint.clone()),
+            checkpoint_every: args.checkpoint_every.map_or(
+                defaults.checkpoint_every,
+                std::time::Duration::from_secs_f64,
+            ),
             resume: args.resume.clone(),
         };
         config.validate()?;

@@ -28,6 +28,9 @@ pub(crate) struct Checkpoint {
     /// The task times of the last iteration, pooled and per worker, for the policies and the
     /// tuner's first decisions after the restart.
     pub task_times: (Moments, Vec<Moments>),
+    /// Of a checkpoint taken inside iteration `next_iteration` (a one-bag job): the ids of its
+    /// tasks recovered already, as ranges `start..end`; empty at an iteration boundary.
+    pub settled: Vec<(u64, u64)>,
     /// What the master's `checkpoint` hook returned.
     pub master: Vec<u8>,
 }
@@ -90,6 +93,7 @@ impl Checkpoint {
                 sums(pooled),
                 per_worker.iter().map(sums).collect::<Vec<_>>(),
             ),
+            self.settled.clone(),
             self.master.clone(),
         );
         let bytes = codec::encode(&body);
@@ -131,6 +135,7 @@ impl Checkpoint {
             (u64, u32, String, u64),
             (u64, f64, String),
             (Sums, Vec<Sums>),
+            Vec<(u64, u64)>,
             Vec<u8>,
         );
         let version = bytes
@@ -143,8 +148,13 @@ impl Checkpoint {
                 version.map_or("?".into(), |v| v.to_string())
             )));
         }
-        let ((_, _, saved_app, next), (nworkers, factor, policy), (pooled, workers), master): Body =
-            codec::decode(&bytes).map_err(|e| damaged(format!("it is damaged ({e})")))?;
+        let (
+            (_, _, saved_app, next),
+            (nworkers, factor, policy),
+            (pooled, workers),
+            settled,
+            master,
+        ): Body = codec::decode(&bytes).map_err(|e| damaged(format!("it is damaged ({e})")))?;
         if saved_app != app {
             return Err(Error::config(
                 format!(
@@ -165,6 +175,7 @@ impl Checkpoint {
                 policy,
             },
             task_times: (moments(pooled), workers.into_iter().map(moments).collect()),
+            settled,
             master,
         })
     }
@@ -202,6 +213,7 @@ mod tests {
                 Moments::from_sums(4, 8.0, 20.0),
                 vec![Moments::from_sums(2, 4.0, 10.0); 2],
             ),
+            settled: vec![(0, 4), (9, 12)],
             master: vec![1, 2, 3],
         }
     }

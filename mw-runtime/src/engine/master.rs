@@ -66,6 +66,10 @@ where
         healthy: vec![true; pool],
         standing: vec![Standing::new(started); pool],
         saver: Saver::default(),
+        resume_settled: resumed
+            .as_ref()
+            .map(|saved| saved.settled.clone())
+            .filter(|settled| !settled.is_empty()),
         held: (0..pool).map(|_| VecDeque::new()).collect(),
         stats,
         tuner: Tuner::new(config, layout),
@@ -124,6 +128,9 @@ struct Engine<'a, M: Master, L> {
     standing: Vec<Standing>,
     /// Writes `--checkpoint`.
     saver: Saver,
+    /// Task ids of the first iteration recovered before the stop, of a run resumed from a
+    /// checkpoint taken inside that iteration.
+    resume_settled: Option<Vec<(u64, u64)>>,
     /// Per worker, the chunks it holds in the order it will answer them: the one it processes,
     /// then those sent ahead. Kept across iterations: a worker still busy with a chunk whose
     /// copy was answered first takes no new part until it has answered.
@@ -197,6 +204,15 @@ struct Round<M: Master> {
     mixed: bool,
     /// Late chunks copied to an idle worker.
     backups: usize,
+    /// Of an iteration resumed from a checkpoint taken inside it: the task id of each task
+    /// still to do, by its place in the iteration (the others were recovered before the stop).
+    ids: Option<Vec<usize>>,
+    /// Of the same: the ids recovered before the stop, as ranges.
+    prior: Vec<(u64, u64)>,
+    /// With `--checkpoint`: which tasks were recovered (or skipped), by place.
+    settled: Vec<bool>,
+    /// When the last checkpoint inside this iteration was saved.
+    saved_at: Instant,
 }
 
 impl<M: Master> Round<M> {
@@ -211,6 +227,15 @@ impl<M: Master> Round<M> {
             answers,
             workers: self.workers,
         }
+    }
+
+    /// The task id of the task at `place` in the iteration.
+    fn id(&self, place: usize) -> usize {
+        self.ids
+            .as_ref()
+            .and_then(|ids| ids.get(place))
+            .copied()
+            .unwrap_or(place)
     }
 
     /// The tasks the tuner may count on after the `done` answered: of a stream, whose length is
@@ -329,8 +354,9 @@ where
         Ok(())
     }
 
-    /// Saves the state to go on from at iteration `next` (`--checkpoint`); the time it took.
-    fn save(&mut self, next: usize) -> Result<Option<Duration>> {
+    /// Saves the state to go on from at iteration `next` (`--checkpoint`), of which the tasks
+    /// `settled` (ranges of task ids) were recovered already; the time it took.
+    fn save(&mut self, next: usize, settled: Vec<(u64, u64)>) -> Result<Option<Duration>> {
         let Some(path) = &self.config.checkpoint else {
             return Ok(None);
         };
@@ -348,6 +374,7 @@ where
             next_iteration: next,
             tunables: self.tunables.current(),
             task_times: self.stats.last(),
+            settled,
             master,
         };
         self.saver.save(checkpoint, path)?;
@@ -379,7 +406,7 @@ where
             };
             match self.iteration(&iteration)? {
                 Some(Flow::Continue) => {
-                    if let Some(took) = self.save(index + 1)? {
+                    if let Some(took) = self.save(index + 1, Vec::new())? {
                         if let Some(last) = self.metrics.iterations.last_mut() {
                             last.checkpoint_ms = Some(ms(took));
                         }
@@ -405,6 +432,16 @@ where
         self.trace.master(started, MasterWork::Partition);
         if uncut.is_empty() {
             return Ok(None);
+        }
+        // Resumed inside this iteration: the tasks recovered before the stop are not run again.
+        let (ids, prior) = match self.resume_settled.take() {
+            Some(settled) if !streamed => (Some(unsettled(&mut uncut, &settled)), settled),
+            _ => (None, Vec::new()),
+        };
+        if uncut.is_empty() {
+            return Err(Error::backend(
+                "the checkpoint resumed from says every task of its iteration was recovered",
+            ));
         }
         let pool = self.link.pool();
         // Known at the start: all of them, or of a stream, the first window.
@@ -447,6 +484,14 @@ where
             look_every,
             mixed: false,
             backups: 0,
+            ids,
+            prior,
+            settled: if self.config.checkpoint.is_some() {
+                vec![false; tasks]
+            } else {
+                Vec::new()
+            },
+            saved_at: started,
         };
         if probe_tasks == 0 {
             self.plan(&mut round);
@@ -498,6 +543,16 @@ where
                         self.look(&mut round)?;
                     }
                     self.supply(&mut round, worker, now)?;
+                    if !round.settled.is_empty()
+                        && !round.streamed
+                        && now.saturating_duration_since(round.saved_at)
+                            >= self.config.checkpoint_every
+                        && round.done < round.produced as u64
+                    {
+                        round.saved_at = now;
+                        let settled = settled_ranges(&round);
+                        self.save(round.index, settled)?;
+                    }
                 }
                 (worker, FromWorker::Failed(failed)) => {
                     self.reassign(&mut round, worker, failed)?
@@ -574,6 +629,9 @@ where
         }
         let new = round.uncut.len() - before;
         round.produced += new;
+        if !round.settled.is_empty() {
+            round.settled.resize(round.produced, false);
+        }
         round.streamed = true;
         self.progress.tasks_added(new);
         if round.planned {
@@ -910,7 +968,11 @@ where
             while failed.next_if_eq(&offset).is_some() {
                 offset += 1;
             }
-            self.master.recover(TaskId(flight.first + offset), result);
+            let place = flight.first + offset;
+            self.master.recover(TaskId(round.id(place)), result);
+            if let Some(settled) = round.settled.get_mut(place) {
+                *settled = true;
+            }
             offset += 1;
         }
         entering(RUNTIME);
@@ -1224,6 +1286,43 @@ pub(crate) fn guarded<T>(run: impl FnOnce() -> Result<T>) -> Result<T> {
         }
         .into())
     })
+}
+
+/// Keeps in `uncut` the tasks whose ids `settled` (ranges) leaves out; their ids.
+fn unsettled<T>(uncut: &mut VecDeque<T>, settled: &[(u64, u64)]) -> Vec<usize> {
+    let done = |id: usize| settled.iter().any(|&(a, b)| (a..b).contains(&(id as u64)));
+    let mut ids = Vec::new();
+    let mut id = 0;
+    uncut.retain(|_| {
+        let keep = !done(id);
+        if keep {
+            ids.push(id);
+        }
+        id += 1;
+        keep
+    });
+    ids
+}
+
+/// The ids of the tasks of `round` settled so far, as ranges; with those settled before a
+/// restart (left out of `round`).
+fn settled_ranges<M: Master>(round: &Round<M>) -> Vec<(u64, u64)> {
+    let mut ids: Vec<u64> = (0..round.settled.len())
+        .filter(|&p| round.settled[p])
+        .map(|p| round.id(p) as u64)
+        .collect();
+    for &(start, end) in &round.prior {
+        ids.extend(start..end);
+    }
+    ids.sort_unstable();
+    let mut ranges: Vec<(u64, u64)> = Vec::new();
+    for id in ids {
+        match ranges.last_mut() {
+            Some((_, end)) if *end == id => *end += 1,
+            _ => ranges.push((id, id + 1)),
+        }
+    }
+    ranges
 }
 
 /// Checkpoints per iteration: the tuner may look after every tenth of the tasks.

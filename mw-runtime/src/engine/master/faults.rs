@@ -165,7 +165,7 @@ where
                 OnTaskFailure::Fail => {
                     return Err(ErrorKind::TaskFailed {
                         iteration: round.index,
-                        task,
+                        task: round.id(task),
                         attempts,
                     }
                     .into());
@@ -177,8 +177,11 @@ where
                         round.index
                     );
                     entering("task_failed");
-                    self.master.task_failed(TaskId(task), &attempts);
+                    self.master.task_failed(TaskId(round.id(task)), &attempts);
                     entering(RUNTIME);
+                    if let Some(s) = round.settled.get_mut(task) {
+                        *s = true;
+                    }
                     settled += 1;
                 }
             }
