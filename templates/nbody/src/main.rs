@@ -91,6 +91,10 @@ fn write_out(path: Option<&PathBuf>, bodies: &[Body]) -> mw::Result<()> {
 
 fn main() -> mw::Result<()> {
     let cli = Cli::parse();
+    // Written when the run ends: checked before it starts.
+    if let Some(path) = &cli.out {
+        mw::check_output(path, "--out")?;
+    }
     let initial = physics::initial_bodies(cli.bodies as usize, cli.seed);
     let what = format!("{} bodies, {} steps", cli.bodies, cli.steps);
 

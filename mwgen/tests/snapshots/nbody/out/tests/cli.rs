@@ -124,3 +124,19 @@ fn bad_flags_are_refused() {
         .failure()
         .code(2);
 }
+
+#[test]
+fn an_out_file_in_a_missing_directory_is_refused_before_the_run() {
+    let assert = Command::cargo_bin("gravity")
+        .unwrap()
+        .args(["--bodies", "50", "--steps", "2", "--backend", "local"])
+        .args(["--out", "/nonexistent-directory/final.csv"])
+        .assert()
+        .failure();
+    let stderr = String::from_utf8_lossy(&assert.get_output().stderr).into_owned();
+    assert!(
+        stderr.contains("cannot write `/nonexistent-directory/final.csv` (--out)")
+            && stderr.contains("help: the directory `/nonexistent-directory` does not exist"),
+        "{stderr}"
+    );
+}
