@@ -13,7 +13,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::load::{LoadError, LoadPattern};
 use crate::policy::PolicyName;
 use crate::tunables::{Tunables, check_factor};
-use crate::tuning::ControlAddr;
+use crate::tuning::{ControlAddr, ControlAddrError};
 
 mod tuning;
 
@@ -347,10 +347,10 @@ impl RunConfig {
         config.tuning = TuningConfig::merge(&file.tuning, args.tune, args.objective);
         config.control = match (&args.control, &file.tuning.control) {
             (Some(addr), _) => Some(addr.clone()),
-            (None, Some(text)) => Some(text.parse().map_err(|e: String| {
+            (None, Some(text)) => Some(text.parse().map_err(|e: ControlAddrError| {
                 Error::config(
-                    format!("error: `[tuning] control` = `{text}`: {e}"),
-                    "use a Unix socket path or 127.0.0.1:PORT",
+                    format!("error: `[tuning] control` = `{text}`: {}", e.message()),
+                    e.help(),
                 )
             })?),
             (None, None) => None,

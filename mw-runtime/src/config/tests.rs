@@ -432,3 +432,36 @@ fn absurd_sizes_are_refused_with_their_limit_on_the_command_line_and_in_the_file
     };
     RunConfig::merge_file(&ConfigFile::default(), &at_limits).unwrap();
 }
+
+#[test]
+fn a_control_address_that_looks_like_host_port_but_is_not_one_is_refused() {
+    #[derive(clap::Parser, Debug)]
+    struct Cli {
+        #[command(flatten)]
+        run: RunArgs,
+    }
+    use clap::Parser;
+    for bad in ["127.0.0.1:70000", "localhost:99999", "[::1]:65536"] {
+        let e = Cli::try_parse_from(["app", "--control", bad])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("is not a valid TCP address") && e.contains("\nhelp: give 127.0.0.1:PORT"),
+            "{bad}: {e}"
+        );
+        let file = ConfigFile::parse(&format!("[tuning]\ncontrol = \"{bad}\"\n")).unwrap();
+        let e = RunConfig::merge_file(&file, &RunArgs::default())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("not a valid TCP address") && e.contains("help: "),
+            "{e}"
+        );
+    }
+    // A socket in this directory whose name has a colon: say so with `./`.
+    let ok = Cli::try_parse_from(["app", "--control", "./run:1"]).unwrap();
+    assert_eq!(
+        ok.run.control,
+        Some(ControlAddr::Unix(std::path::PathBuf::from("./run:1")))
+    );
+}
