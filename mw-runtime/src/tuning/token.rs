@@ -73,13 +73,15 @@ pub fn token_path(addr: &ControlAddr) -> io::Result<PathBuf> {
 /// When there is no token for that address (no run of this user listens there) or it cannot
 /// be read.
 pub fn read_token(addr: &ControlAddr) -> io::Result<String> {
-    let path = token_path(addr)?;
-    let text = fs::read_to_string(&path).map_err(|e| {
-        io::Error::new(
-            e.kind(),
-            format!("cannot read the run's token `{}`: {e}", path.display()),
-        )
-    })?;
+    let path = dir_path().join(file_name(addr));
+    let text = token_path(addr)
+        .and_then(|_| fs::read_to_string(&path))
+        .map_err(|e| {
+            io::Error::new(
+                e.kind(),
+                format!("cannot read the run's token `{}`: {e}", path.display()),
+            )
+        })?;
     Ok(text.trim().to_owned())
 }
 
@@ -119,10 +121,7 @@ fn fnv1a(bytes: &[u8]) -> u64 {
 
 /// This user's private directory for tokens, made when `create` (mode 0700).
 fn private_dir(create: bool) -> io::Result<PathBuf> {
-    let dir = match std::env::var_os("XDG_RUNTIME_DIR").filter(|d| !d.is_empty()) {
-        Some(runtime) => PathBuf::from(runtime).join("mwgen"),
-        None => std::env::temp_dir().join(format!("mwgen-{}", user_id())),
-    };
+    let dir = dir_path();
     if create {
         let mut builder = fs::DirBuilder::new();
         #[cfg(unix)]
@@ -134,6 +133,14 @@ fn private_dir(create: bool) -> io::Result<PathBuf> {
     }
     check_private(&dir)?;
     Ok(dir)
+}
+
+/// Where this user's tokens go.
+fn dir_path() -> PathBuf {
+    match std::env::var_os("XDG_RUNTIME_DIR").filter(|d| !d.is_empty()) {
+        Some(runtime) => PathBuf::from(runtime).join("mwgen"),
+        None => std::env::temp_dir().join(format!("mwgen-{}", user_id())),
+    }
 }
 
 /// Refuses a directory another user owns or can enter: its tokens could be read or replaced.
