@@ -123,6 +123,18 @@ fn bad_flags_are_refused() {
         .assert()
         .failure()
         .code(2);
+    // The rayon run starts a thread per worker: the runtime's limit holds there too.
+    let assert = Command::cargo_bin("nbody")
+        .unwrap()
+        .args(["--mode", "rayon", "--workers", "100000", "--bodies", "10"])
+        .timeout(std::time::Duration::from_secs(30))
+        .assert()
+        .failure();
+    let stderr = String::from_utf8_lossy(&assert.get_output().stderr).into_owned();
+    assert!(
+        stderr.contains("`workers` = 100000 is more than 4096 workers") && stderr.contains("help:"),
+        "{stderr}"
+    );
 }
 
 #[test]
