@@ -446,9 +446,10 @@ fn a_control_address_that_looks_like_host_port_but_is_not_one_is_refused() {
             .unwrap_err()
             .to_string();
         assert!(
-            e.contains("is not a valid TCP address") && e.contains("\nhelp: give 127.0.0.1:PORT"),
+            e.contains("is not a valid TCP address: port") && e.contains("is past 65535"),
             "{bad}: {e}"
         );
+        assert!(e.contains("\nhelp: give 127.0.0.1:PORT"), "{bad}: {e}");
         let file = ConfigFile::parse(&format!("[tuning]\ncontrol = \"{bad}\"\n")).unwrap();
         let e = RunConfig::merge_file(&file, &RunArgs::default())
             .unwrap_err()

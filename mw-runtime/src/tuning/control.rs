@@ -126,16 +126,27 @@ impl FromStr for ControlAddr {
                 HELP,
             )),
             // `HOST:DIGITS` with no `/` was meant as a TCP address, not a socket file's name.
-            None if looks_like_host_port(text) => Err(ControlAddrError::new(
-                format!("`{text}` is not a valid TCP address"),
-                HELP,
-            )),
+            None if looks_like_host_port(text) => {
+                let port = text
+                    .rsplit_once(':')
+                    .and_then(|(_, p)| p.parse::<u64>().ok());
+                let why = match port {
+                    Some(port) if port > u64::from(u16::MAX) => {
+                        format!(": port {port} is past 65535")
+                    }
+                    _ => String::new(),
+                };
+                Err(ControlAddrError::new(
+                    format!("`{text}` is not a valid TCP address{why}"),
+                    HELP,
+                ))
+            }
             None => Ok(ControlAddr::Unix(PathBuf::from(text))),
         }
     }
 }
 
-/// `127.0.0.1:70000`, `localhost:x1`, `[::1]:99999`: a host, a colon, a port of digits.
+/// `127.0.0.1:70000`, `localhost:99999`, `[::1]:65536`: a host, a colon, a port of digits.
 fn looks_like_host_port(text: &str) -> bool {
     !text.contains('/')
         && text.rsplit_once(':').is_some_and(|(host, port)| {
@@ -403,13 +414,20 @@ enum Listener {
 }
 
 impl Listener {
-    fn bind(addr: &ControlAddr) -> io::Result<(Listener, ControlAddr)> {
+    /// Binds `addr` and writes the run's token before anyone can connect (for a Unix socket,
+    /// before it appears at its path), so a client that finds the endpoint finds the token.
+    fn bind(addr: &ControlAddr) -> io::Result<(Listener, ControlAddr, TokenFile)> {
+        let token = |bound: &ControlAddr| {
+            TokenFile::create(bound)
+                .map_err(|e| io::Error::new(e.kind(), format!("cannot write the run's token: {e}")))
+        };
         match addr {
             ControlAddr::Tcp(a) => {
                 let l = TcpListener::bind(a)?;
                 let bound = ControlAddr::Tcp(l.local_addr()?);
+                let token = token(&bound)?;
                 l.set_nonblocking(true)?;
-                Ok((Listener::Tcp(l), bound))
+                Ok((Listener::Tcp(l), bound, token))
             }
             #[cfg(unix)]
             ControlAddr::Unix(path) => {
@@ -430,9 +448,9 @@ impl Listener {
                     // Left behind by a run that did not end cleanly.
                     std::fs::remove_file(path)?;
                 }
-                let l = bind_private(path)?;
+                let (l, token) = bind_private(path, || token(addr))?;
                 l.set_nonblocking(true)?;
-                Ok((Listener::Unix(l), addr.clone()))
+                Ok((Listener::Unix(l), addr.clone(), token))
             }
             #[cfg(not(unix))]
             ControlAddr::Unix(_) => Err(io::Error::new(
@@ -460,9 +478,13 @@ impl Listener {
 }
 
 /// Binds a Unix socket at `path` with mode 0600 whatever the umask, never reachable before:
-/// bound in a new directory of mode 0700 beside it, made 0600, then renamed into place.
+/// bound in a new directory of mode 0700 beside it, made 0600, then, once `ready` has done
+/// what must precede any connection, renamed into place.
 #[cfg(unix)]
-fn bind_private(path: &std::path::Path) -> io::Result<std::os::unix::net::UnixListener> {
+fn bind_private<T>(
+    path: &std::path::Path,
+    ready: impl FnOnce() -> io::Result<T>,
+) -> io::Result<(std::os::unix::net::UnixListener, T)> {
     use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
     let name = path
         .file_name()
@@ -475,8 +497,9 @@ fn bind_private(path: &std::path::Path) -> io::Result<std::os::unix::net::UnixLi
     let inside = dir.join("socket");
     let bound = std::os::unix::net::UnixListener::bind(&inside).and_then(|listener| {
         std::fs::set_permissions(&inside, std::fs::Permissions::from_mode(0o600))?;
+        let ready = ready()?;
         std::fs::rename(&inside, path)?;
-        Ok(listener)
+        Ok((listener, ready))
     });
     let _ = std::fs::remove_file(&inside);
     let _ = std::fs::remove_dir(&dir);
@@ -489,20 +512,12 @@ impl ControlServer {
     /// # Errors
     /// A configuration error when the address cannot be bound or the token not written.
     pub fn start(addr: &ControlAddr, handle: TunablesHandle) -> Result<ControlServer> {
-        let (listener, bound) = Listener::bind(addr).map_err(|e| {
+        let (listener, bound, token) = Listener::bind(addr).map_err(|e| {
             Error::config(
                 format!("error: cannot open the control endpoint `{addr}`: {e}"),
-                "choose another socket path or port with --control (a port of 0 picks a free one)",
-            )
-        })?;
-        let token = TokenFile::create(&bound).map_err(|e| {
-            if let ControlAddr::Unix(path) = &bound {
-                let _ = std::fs::remove_file(path);
-            }
-            Error::config(
-                format!("error: cannot write the control endpoint's token for `{bound}`: {e}"),
-                "the token goes in $XDG_RUNTIME_DIR/mwgen, else in mwgen-UID under the \
-                 temporary directory: make sure one of them can be made, private to you",
+                "choose another socket path or port with --control (a port of 0 picks a free \
+                 one); the run's token goes in $XDG_RUNTIME_DIR/mwgen, else in mwgen-UID under \
+                 the temporary directory, which must be private to you",
             )
         })?;
         let shared = Arc::new(Shared {
