@@ -73,7 +73,6 @@ pub fn decode_fixed_vec<T: Message>(
     fixed: usize,
     ty: &'static str,
 ) -> Result<Vec<T>, DecodeError> {
-    let capacity = input.justified_capacity::<T>(len);
     let Some(total) = len.checked_mul(fixed) else {
         let kind = DecodeErrorKind::LengthTooLarge {
             len: len as u64,
@@ -82,11 +81,14 @@ pub fn decode_fixed_vec<T: Message>(
         return Err(input.error(kind, ty));
     };
     let mut block = input.take_reader(total, ty)?;
-    let mut items = Vec::with_capacity(capacity);
+    let mut items = block.allocate_vec(len, ty)?;
     for index in 0..len {
         let mut window = block.take_reader(fixed, ty)?;
         items.push(T::decode(&mut window).map_err(|e| e.at_index(index))?);
+        // A fixed-size value may still hold a `Box`.
+        block.rejoin(&window);
     }
+    input.rejoin(&block);
     Ok(items)
 }
 

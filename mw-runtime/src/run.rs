@@ -136,6 +136,13 @@ where
     W::Shared: SameShared<M::Shared, M, W>,
 {
     config.validate()?;
+    // Written when the run ends: checked before it starts.
+    if let Some(path) = &config.metrics {
+        crate::check_output(path, "--metrics")?;
+    }
+    if let Some(path) = &config.trace {
+        crate::check_output(path, "--trace")?;
+    }
     let worker = move || Agreed::<M, W>::new(worker());
     let use_mpi = match config.backend {
         BackendChoice::Local => false,

@@ -283,9 +283,13 @@ impl TunablesHandle {
         self.lock().pool
     }
 
+    /// Queues `change`, replacing any change of the same tunable still waiting: the last value
+    /// asked for wins, so a flood of requests makes one decision per tunable and boundary.
     pub(crate) fn request_why(&self, change: Change, why: Why) -> Result<()> {
         let mut state = self.lock();
         change.validate(state.pool)?;
+        let name = change.tunable();
+        state.pending.retain(|(c, _)| c.tunable() != name);
         state.pending.push((change, why));
         Ok(())
     }
@@ -324,9 +328,9 @@ impl TunablesHandle {
         self.lock().held.clone()
     }
 
-    /// Applies the queued changes at the start of `iteration`, returning the decisions taken.
-    /// A later request for the same tunable wins; changes from the application or from outside
-    /// hold their tunable.
+    /// Applies the queued changes at the start of `iteration`, returning the decisions taken
+    /// (at most one per tunable: a later request replaced an earlier one); changes from the
+    /// application or from outside hold their tunable.
     pub(crate) fn apply_pending(&self, iteration: usize) -> Vec<Applied> {
         let mut state = self.lock();
         let pending = std::mem::take(&mut state.pending);
@@ -380,4 +384,41 @@ fn tunable_name(name: &str) -> Result<&'static str> {
                 "the tunables are `nworkers`, `factor` and `policy`",
             )
         })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_flood_of_requests_makes_one_decision_per_tunable_the_last_value_winning() {
+        let start = Tunables {
+            nworkers: 2,
+            factor: 0.5,
+            policy: PolicyName::Daf,
+        };
+        let handle = TunablesHandle::new(start, 8);
+        let external = || Why::plain(Source::External, "external");
+        for i in 0..100_000 {
+            let change = Change::Nworkers(1 + i % 8);
+            handle.request_why(change, external()).unwrap();
+            let factor = Change::Factor(if i % 2 == 0 { 0.25 } else { 0.75 });
+            handle.request_why(factor, external()).unwrap();
+        }
+        let applied = handle.apply_pending(1);
+        let decided: Vec<(&str, &serde_json::Value)> = applied
+            .iter()
+            .map(|a| (a.decision.tunable.as_str(), &a.decision.to))
+            .collect();
+        // The last requests were nworkers 8 (99,999 % 8 = 7) and factor 0.75.
+        assert_eq!(
+            decided,
+            [
+                ("nworkers", &serde_json::Value::from(8)),
+                ("factor", &serde_json::Value::from(0.75))
+            ]
+        );
+        assert_eq!(handle.current().nworkers, 8);
+        assert!(handle.apply_pending(2).is_empty());
+    }
 }

@@ -2,30 +2,63 @@
 //! or random bytes give a `DecodeError`, never a panic, and never a large allocation.
 
 use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use mw_runtime::codec::{self, DecodeError, Message};
+use mw_runtime::codec::{self, DecodeError, DecodeErrorKind, Message};
 use proptest::prelude::*;
 
-/// Counts the largest single allocation, to check that lying length prefixes are not trusted.
+/// Counts the largest single allocation, to check that lying length prefixes are not trusted,
+/// and each thread's peak of memory held, to check what a decode takes relative to its input.
 struct Largest;
 
 static LARGEST: AtomicUsize = AtomicUsize::new(0);
+
+thread_local! {
+    /// Bytes this thread holds (what it allocated less what it freed) and their peak.
+    static HELD: Cell<(isize, isize)> = const { Cell::new((0, 0)) };
+}
+
+fn held(change: isize) {
+    // `try_with`: the allocator also runs while the thread's locals are torn down.
+    let _ = HELD.try_with(|held| {
+        let (now, peak) = held.get();
+        let now = now + change;
+        held.set((now, peak.max(now)));
+    });
+}
+
+/// The most memory this thread held at once while `f` ran, beyond what it held before.
+fn peak_memory<T>(f: impl FnOnce() -> T) -> (T, usize) {
+    let start = HELD.with(|held| {
+        let (now, _) = held.get();
+        held.set((now, now));
+        now
+    });
+    let value = f();
+    let peak = HELD.with(|held| held.get().1);
+    (value, (peak - start).max(0) as usize)
+}
 
 #[allow(unsafe_code)]
 // SAFETY: forwards to the system allocator unchanged; only records sizes.
 unsafe impl GlobalAlloc for Largest {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         LARGEST.fetch_max(layout.size(), Ordering::Relaxed);
+        held(layout.size() as isize);
         // SAFETY: same contract as our caller's.
         unsafe { System.alloc(layout) }
     }
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        held(-(layout.size() as isize));
         // SAFETY: same contract as our caller's.
         unsafe { System.dealloc(ptr, layout) }
     }
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         LARGEST.fetch_max(new_size, Ordering::Relaxed);
+        // Counted as the new block before the old one is freed, as a move would hold them.
+        held(new_size as isize);
+        held(-(layout.size() as isize));
         // SAFETY: same contract as our caller's.
         unsafe { System.realloc(ptr, layout, new_size) }
     }
@@ -142,4 +175,64 @@ fn lying_lengths_do_not_allocate() {
         largest < 64 * 1024,
         "allocated {largest} bytes for a 10-byte message"
     );
+}
+
+/// An enum whose small variant encodes to one byte and whose large one takes 8 KB in memory.
+#[derive(mw_runtime::Message, Debug, Clone, Copy, PartialEq)]
+#[allow(clippy::large_enum_variant)] // the size difference is what is tested
+enum Cell8k {
+    Empty,
+    Full([f64; 1000]),
+}
+
+#[test]
+fn values_far_larger_in_memory_than_on_the_wire_are_refused() {
+    // 20 KB of valid input: 20,000 one-byte `Empty`s, 8 KB each once decoded (160 MB).
+    let bytes = codec::encode(&vec![Cell8k::Empty; 20_000]);
+    assert!(bytes.len() < 20_010);
+    let (decoded, peak) = peak_memory(|| codec::decode::<Vec<Cell8k>>(&bytes));
+    let e = decoded.unwrap_err();
+    assert!(
+        matches!(e.kind(), DecodeErrorKind::TooMuchMemory { .. }),
+        "{e}"
+    );
+    assert!(e.to_string().contains("per input byte"), "{e}");
+    let bound = codec::MAX_EXPANSION * bytes.len() + codec::BASE_ALLOCATION;
+    assert!(
+        peak <= bound,
+        "held {peak} bytes decoding {} bytes",
+        bytes.len()
+    );
+    // Boxed, one at a time, past the allowance too.
+    let boxes = codec::encode(&vec![Box::new(Cell8k::Empty); 20_000]);
+    let e = codec::decode::<Vec<Box<Cell8k>>>(&boxes).unwrap_err();
+    assert!(
+        matches!(e.kind(), DecodeErrorKind::TooMuchMemory { .. }),
+        "{e}"
+    );
+    // A few are fine.
+    let few = vec![Cell8k::Empty, Cell8k::Full([1.5; 1000]), Cell8k::Empty];
+    assert_eq!(
+        codec::decode::<Vec<Cell8k>>(&codec::encode(&few)).unwrap(),
+        few
+    );
+}
+
+#[test]
+fn sequences_are_allocated_once_at_their_length() {
+    // 400 KB of empty strings: 24 bytes each in memory, and nothing more (no doubling).
+    let strings = vec![String::new(); 400_000];
+    let bytes = codec::encode(&strings);
+    let (decoded, peak) = peak_memory(|| codec::decode::<Vec<String>>(&bytes));
+    assert_eq!(decoded.unwrap(), strings);
+    let exact = 400_000 * size_of::<String>();
+    assert!(
+        peak <= exact + 1024,
+        "held {peak} bytes for {exact} of strings"
+    );
+    let nested = vec![Vec::<u8>::new(); 100_000];
+    let bytes = codec::encode(&nested);
+    let (decoded, peak) = peak_memory(|| codec::decode::<Vec<Vec<u8>>>(&bytes));
+    assert_eq!(decoded.unwrap(), nested);
+    assert!(peak <= 100_000 * size_of::<Vec<u8>>() + 1024, "held {peak}");
 }

@@ -1,11 +1,11 @@
 //! `mwgen ctl`: read and set the tunables of a running program through its control endpoint
 //! (a program started with `--control ADDR`).
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader, ErrorKind, Write};
 use std::time::Duration;
 
 use clap::{Args, Subcommand};
-use mw_runtime::tuning::{ControlAddr, ControlStream, Reply};
+use mw_runtime::tuning::{ControlAddr, ControlAddrError, ControlStream, Reply};
 
 use crate::CliError;
 
@@ -13,7 +13,8 @@ pub(crate) const LONG_ABOUT: &str = "\
 Read and set the tunables of a running program.
 
 The program must have been started with `--control ADDR` (a Unix socket path or
-127.0.0.1:PORT). A value set takes effect at the program's next iteration and is logged as a
+127.0.0.1:PORT), by the same user: the program writes a token that only its user can read,
+and `mwgen ctl` finds and sends it by itself. A value set takes effect at the program's next iteration and is logged as a
 decision with reason `external`; the tuner then leaves that tunable alone until it is set to
 `auto`.
 
@@ -62,19 +63,25 @@ pub enum Action {
 /// An address that is not one, a program that cannot be reached or does not answer, or a
 /// request the program refuses (with its reason).
 pub fn run(args: &CtlArgs, out: &mut dyn Write) -> Result<(), CliError> {
-    let addr: ControlAddr = args.addr.parse().map_err(|e: String| {
+    let addr: ControlAddr = args.addr.parse().map_err(|e: ControlAddrError| {
         CliError::usage(
-            format!("`{}` is not a control address: {e}", args.addr),
-            "give the Unix socket path or the 127.0.0.1:PORT the program was started with \
-             (--control)",
+            format!("`{}` is not a control address: {}", args.addr, e.message()),
+            format!("{}, as the program was started with (--control)", e.help()),
         )
     })?;
     let mut stream = addr.connect().map_err(|e| {
+        let help = match e.kind() {
+            ErrorKind::PermissionDenied => {
+                "only the user who started the program may control it, and it must be running \
+                 with that --control address: the program writes a token for its user, which \
+                 `mwgen ctl` reads"
+                    .to_owned()
+            }
+            _ => format!("is the program running, started with `--control {addr}`?"),
+        };
         CliError::failure(
             format!("cannot connect to the control endpoint `{addr}`: {e}"),
-            Some(format!(
-                "is the program running, started with `--control {addr}`?"
-            )),
+            Some(help),
         )
     })?;
     let request = match &args.action {

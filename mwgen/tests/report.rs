@@ -180,6 +180,27 @@ fn bad_input_gets_an_error_and_help_not_a_panic() {
 }
 
 #[test]
+fn an_output_folder_that_cannot_be_written_is_said_before_anything_is_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("a-file");
+    std::fs::write(&file, "").unwrap();
+    // The metrics file is missing too: the output folder is checked first.
+    let output = mwgen()
+        .arg("report")
+        .arg(dir.path().join("missing.json"))
+        .arg("-o")
+        .arg(file.join("report"))
+        .output()
+        .unwrap();
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert_eq!(lines.len(), 2, "{stderr}");
+    assert!(lines[0].starts_with("error: cannot write `"), "{stderr}");
+    assert!(lines[1].starts_with("help: "), "{stderr}");
+}
+
+#[test]
 fn a_run_without_iterations_still_makes_a_report() {
     let dir = tempfile::tempdir().unwrap();
     let metrics = dir.path().join("empty.json");

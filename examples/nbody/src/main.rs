@@ -67,7 +67,7 @@ fn timed<T>(f: impl FnOnce() -> T) -> (T, Duration) {
 }
 
 /// Threads for the rayon run: as many as Master/Worker workers would be started.
-fn rayon_threads(run: &mw::RunArgs) -> usize {
+fn rayon_threads(run: &mw::RunConfig) -> usize {
     run.max_workers
         .or(run.workers)
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, usize::from))
@@ -91,6 +91,13 @@ fn write_out(path: Option<&PathBuf>, bodies: &[Body]) -> mw::Result<()> {
 
 fn main() -> mw::Result<()> {
     let cli = Cli::parse();
+    // The runtime's flags and Mw.toml are checked (worker counts within the runtime's limit)
+    // whichever mode runs, since the rayon run starts as many threads.
+    let config = mw::RunConfig::resolve(&cli.run)?;
+    // Written when the run ends: checked before it starts.
+    if let Some(path) = &cli.out {
+        mw::check_output(path, "--out")?;
+    }
     let initial = physics::initial_bodies(cli.bodies as usize, cli.seed);
     let what = format!("{} bodies, {} steps", cli.bodies, cli.steps);
 
@@ -102,7 +109,7 @@ fn main() -> mw::Result<()> {
         return Ok(());
     }
 
-    let threads = rayon_threads(&cli.run);
+    let threads = rayon_threads(&config);
     let rayon = match cli.mode {
         Mode::Rayon | Mode::All => {
             let (bodies, elapsed) = timed(|| simulate_rayon(initial.clone(), cli.steps, threads));

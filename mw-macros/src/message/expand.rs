@@ -178,9 +178,7 @@ fn struct_body(
                     #private::decode_fixed_vec(input, len, fixed, #type_name)
                 }
                 ::core::option::Option::None => {
-                    let mut items = #private::Vec::with_capacity(
-                        input.justified_capacity::<Self>(len),
-                    );
+                    let mut items: #private::Vec<Self> = input.allocate_vec(len, #type_name)?;
                     for index in 0..len {
                         items.push(
                             <Self as #private::Message>::decode(input)

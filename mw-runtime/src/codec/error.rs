@@ -42,6 +42,10 @@ pub enum DecodeErrorKind {
     TrailingBytes(usize),
     /// Values nested deeper than [`MAX_DEPTH`](super::MAX_DEPTH) (hostile recursive input).
     TooDeep,
+    /// The decoded values would take more memory than the message may allocate:
+    /// [`MAX_EXPANSION`](super::MAX_EXPANSION) bytes per input byte plus
+    /// [`BASE_ALLOCATION`](super::BASE_ALLOCATION), `limit` in all.
+    TooMuchMemory { needed: usize, limit: usize },
 }
 
 /// One step on the way from the outer message to the value that failed.
@@ -140,6 +144,12 @@ impl fmt::Display for DecodeError {
             DecodeErrorKind::TrailingBytes(n) => {
                 write!(f, "{n} bytes left over after the message")
             }
+            DecodeErrorKind::TooMuchMemory { needed, limit } => write!(
+                f,
+                "{needed} more bytes of memory would pass the {limit} bytes this message may \
+                 decode into ({} per input byte)",
+                super::MAX_EXPANSION
+            ),
             DecodeErrorKind::TooDeep => write!(
                 f,
                 "values nested more than {} levels deep",

@@ -10,8 +10,17 @@
 //! - Slices of plain numbers are one bulk copy of their little-endian bytes, so a `Vec<f64>` of a
 //!   million elements encodes and decodes at memory-copy speed.
 //!
-//! Decoding never panics and never reserves more memory than the remaining input can justify:
-//! every length prefix is checked against the bytes left before anything is allocated.
+//! # Memory
+//! Decoding never panics, and the memory a decode allocates is bounded by its input: at most
+//! [`MAX_EXPANSION`] bytes per input byte, plus [`BASE_ALLOCATION`]. Every length prefix is
+//! checked against the bytes left (at the element type's smallest encoding) before anything
+//! is allocated; a vector is then allocated once, at its exact length, and its bytes, like a
+//! `String`'s and a `Box`'s, are counted against the message's allowance. A valid message whose
+//! values take far more room in memory than on the wire (a `Vec` of an enum's one-byte variant
+//! where another variant holds `[f64; 1000]`: 8 KB each) is refused with
+//! [`DecodeErrorKind::TooMuchMemory`] instead of growing to hundreds of times its size. The
+//! allowance fits the standard types at their worst: a `Vec` of empty `String`s or `Vec`s takes
+//! 24 bytes for each byte on the wire.
 
 mod error;
 mod std_impls;
@@ -25,6 +34,13 @@ pub const MAX_DEPTH: u32 = 512;
 /// Sequences of values that encode to zero bytes (`()`, unit structs) cannot be bounded by the
 /// input size, so their length is capped here instead.
 pub const MAX_EMPTY_ELEMENTS: u64 = 1 << 20;
+
+/// Bytes of memory a decode may allocate for each byte of its input (see [Memory](self#memory)).
+pub const MAX_EXPANSION: usize = 32;
+
+/// Bytes of memory any decode may allocate, however short its input: room for a few boxed
+/// values of large types.
+pub const BASE_ALLOCATION: usize = 1 << 20;
 
 /// A value that can travel between master and workers.
 ///
@@ -87,7 +103,7 @@ pub trait Message: Sized {
     /// # Errors
     /// As for [`decode`](Message::decode), with the failing element's index in the path.
     fn decode_vec(input: &mut Reader<'_>, len: usize) -> Result<Vec<Self>, DecodeError> {
-        let mut items = Vec::with_capacity(input.justified_capacity::<Self>(len));
+        let mut items = input.allocate_vec(len, "Vec")?;
         for index in 0..len {
             items.push(Self::decode(input).map_err(|e| e.at_index(index))?);
         }
@@ -119,7 +135,7 @@ pub trait Message: Sized {
         input: &mut Reader<'_>,
         len: usize,
     ) -> Result<Vec<[Self; N]>, DecodeError> {
-        let mut items = Vec::with_capacity(input.justified_capacity::<[Self; N]>(len));
+        let mut items = input.allocate_vec(len, "Vec")?;
         for index in 0..len {
             items.push(Self::decode_array::<N>(input).map_err(|e| e.at_index(index))?);
         }
@@ -154,16 +170,26 @@ pub struct Reader<'a> {
     /// Offset of `input` in the whole message (non-zero for readers made by `take_reader`), so
     /// that positions and error offsets always count from the start of the message.
     base: usize,
+    /// Bytes of memory the decode may still allocate.
+    allowance: usize,
+    /// The whole message's allowance, for the error.
+    limit: usize,
 }
 
 impl<'a> Reader<'a> {
     /// A reader at the start of `input`.
     pub fn new(input: &'a [u8]) -> Self {
+        let limit = input
+            .len()
+            .saturating_mul(MAX_EXPANSION)
+            .saturating_add(BASE_ALLOCATION);
         Reader {
             input,
             pos: 0,
             depth: 0,
             base: 0,
+            allowance: limit,
+            limit,
         }
     }
 
@@ -209,6 +235,8 @@ impl<'a> Reader<'a> {
     /// Takes the next `n` bytes as a reader of their own: decoding from it cannot run past them,
     /// and its positions (so its error offsets) still count from the start of the message.
     /// Decoders of fixed-size values use it to check the length of a whole run of values once.
+    /// It starts with this reader's memory allowance; hand what it left back with
+    /// [`rejoin`](Reader::rejoin) once done with it.
     ///
     /// # Errors
     /// [`DecodeErrorKind::UnexpectedEnd`] when fewer than `n` bytes are left.
@@ -221,7 +249,50 @@ impl<'a> Reader<'a> {
             pos: 0,
             depth: self.depth,
             base,
+            allowance: self.allowance,
+            limit: self.limit,
         })
+    }
+
+    /// Takes back the memory allowance a reader made by [`take_reader`](Reader::take_reader)
+    /// has left, so that what it allocated counts for the whole message.
+    #[inline]
+    pub fn rejoin(&mut self, part: &Reader<'a>) {
+        self.allowance = part.allowance;
+    }
+
+    /// Counts `bytes` of memory about to be allocated for a decoded value against the message's
+    /// allowance (see [Memory](self#memory)).
+    ///
+    /// # Errors
+    /// [`DecodeErrorKind::TooMuchMemory`] when the allowance is spent; nothing is counted then.
+    #[inline]
+    pub fn allocate(&mut self, bytes: usize, ty: &'static str) -> Result<(), DecodeError> {
+        match self.allowance.checked_sub(bytes) {
+            Some(left) => {
+                self.allowance = left;
+                Ok(())
+            }
+            None => Err(self.error(
+                DecodeErrorKind::TooMuchMemory {
+                    needed: bytes,
+                    limit: self.limit,
+                },
+                ty,
+            )),
+        }
+    }
+
+    /// An empty vector with room for exactly `len` values of `T`, counted against the
+    /// allowance; `len` comes from [`read_len`](Reader::read_len), so the input can hold them.
+    ///
+    /// # Errors
+    /// [`DecodeErrorKind::TooMuchMemory`] when `len` values of `T` take more memory than the
+    /// message may allocate.
+    #[inline]
+    pub fn allocate_vec<T>(&mut self, len: usize, ty: &'static str) -> Result<Vec<T>, DecodeError> {
+        self.allocate(len.saturating_mul(size_of::<T>()), ty)?;
+        Ok(Vec::with_capacity(len))
     }
 
     /// Takes the next `N` bytes as an array.
@@ -279,14 +350,6 @@ impl<'a> Reader<'a> {
                 start,
             )),
         }
-    }
-
-    /// How many `T` to reserve for a sequence of `len`: never more memory than the remaining
-    /// input (or a page) so that a lying length cannot make us allocate; the vector still grows as
-    /// real elements arrive.
-    pub fn justified_capacity<T>(&self, len: usize) -> usize {
-        let budget = self.remaining().max(4096);
-        len.min(budget / size_of::<T>().max(1))
     }
 
     /// Runs `decode` one nesting level deeper, refusing input nested past [`MAX_DEPTH`].

@@ -42,6 +42,7 @@ macro_rules! plain_numbers {
                         stringify!($t),
                     )),
                 };
+                input.allocate(bytes.len(), stringify!($t))?;
                 if len <= SHORT {
                     // A zeroed allocation and a copy cost more than they save on a few values.
                     return Ok(bytes.chunks_exact(size_of::<$t>()).map(|chunk| {
@@ -73,6 +74,7 @@ macro_rules! plain_numbers {
                         stringify!($t),
                     )),
                 };
+                input.allocate(bytes.len(), stringify!($t))?;
                 let mut items: Vec<[$t; N]> = vec![[0 as $t; N]; len];
                 <$t as FromLeBytes>::fill(items.as_flattened_mut(), bytes);
                 Ok(items)
@@ -212,6 +214,7 @@ impl Message for String {
         let len = input.read_len::<u8>("String")?;
         let start = input.position();
         let bytes = input.take(len, "String")?;
+        input.allocate(len, "String")?;
         match std::str::from_utf8(bytes) {
             Ok(text) => Ok(text.to_owned()),
             Err(e) => Err(DecodeError::new(
@@ -320,6 +323,7 @@ impl<T: Message> Message for Box<T> {
     }
 
     fn decode(input: &mut Reader<'_>) -> Result<Self, DecodeError> {
+        input.allocate(size_of::<T>(), "Box")?;
         input.nested("Box", T::decode).map(Box::new)
     }
 }

@@ -13,7 +13,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::load::{LoadError, LoadPattern};
 use crate::policy::PolicyName;
 use crate::tunables::{Tunables, check_factor};
-use crate::tuning::ControlAddr;
+use crate::tuning::{ControlAddr, ControlAddrError};
 
 mod faults;
 mod tuning;
@@ -78,7 +78,7 @@ pub struct RunArgs {
     #[arg(long, value_name = "P")]
     pub protocol: Option<Protocol>,
     /// Chunks a worker may hold beyond the one it processes, so it never waits for the next; 0 turns it off [default: 1 under async; sync: 0]
-    #[arg(long, value_name = "CHUNKS", value_parser = parse_prefetch)]
+    #[arg(long, value_name = "CHUNKS", value_parser = parse_whole)]
     pub prefetch: Option<usize>,
     /// Communication backend [default: auto]
     #[arg(long, value_name = "B")]
@@ -90,7 +90,7 @@ pub struct RunArgs {
     #[arg(long, value_name = "PATH")]
     pub trace: Option<PathBuf>,
     /// Events the trace keeps; a longer run keeps its beginning, plus counters and decisions for all of it [default: 1000000]
-    #[arg(long, value_name = "EVENTS")]
+    #[arg(long, value_name = "EVENTS", value_parser = parse_whole)]
     pub trace_limit: Option<usize>,
     /// No progress line and no summary at the end of the run
     #[arg(long)]
@@ -158,12 +158,12 @@ fn parse_count(text: &str) -> std::result::Result<usize, String> {
     }
 }
 
-fn parse_prefetch(text: &str) -> std::result::Result<usize, String> {
-    match text.trim().parse::<usize>() {
-        Ok(n) if n <= MAX_PREFETCH => Ok(n),
-        Ok(_) => Err(format!("at most {MAX_PREFETCH} chunks")),
-        Err(_) => Err(format!("`{text}` is not a whole number")),
-    }
+/// A whole number, 0 included; ranges are checked with the file's values in `validate`, so the
+/// flag and the key get the same error and `help:` line.
+fn parse_whole(text: &str) -> std::result::Result<usize, String> {
+    text.trim()
+        .parse::<usize>()
+        .map_err(|_| format!("`{text}` is not a whole number"))
 }
 
 /// The most chunks a worker may hold beyond the one it processes: one hides the round trip;
@@ -173,6 +173,13 @@ pub const MAX_PREFETCH: usize = 8;
 /// The most workers a run may ask for: far past any speed-up on one machine, and far below
 /// what exhausts its threads or memory (100,000 threads abort the process).
 pub const MAX_WORKERS: usize = 4096;
+
+/// The largest smallest chunk: a billion tasks is past any iteration a chunk could split, and
+/// keeps `workers × min_chunk` far from overflowing.
+pub const MAX_MIN_CHUNK: usize = 1_000_000_000;
+
+/// The most events a trace may keep: about 11 GB of memory and of file at 110 bytes an event.
+pub const MAX_TRACE_LIMIT: usize = 100_000_000;
 
 fn parse_load(text: &str) -> std::result::Result<LoadPattern, LoadError> {
     text.parse()
@@ -383,10 +390,10 @@ impl RunConfig {
         config.tuning = TuningConfig::merge(&file.tuning, args.tune, args.objective);
         config.control = match (&args.control, &file.tuning.control) {
             (Some(addr), _) => Some(addr.clone()),
-            (None, Some(text)) => Some(text.parse().map_err(|e: String| {
+            (None, Some(text)) => Some(text.parse().map_err(|e: ControlAddrError| {
                 Error::config(
-                    format!("error: `[tuning] control` = `{text}`: {e}"),
-                    "use a Unix socket path or 127.0.0.1:PORT",
+                    format!("error: `[tuning] control` = `{text}`: {}", e.message()),
+                    e.help(),
                 )
             })?),
             (None, None) => None,
@@ -505,6 +512,7 @@ impl RunConfig {
         let counts = [
             ("workers", self.workers),
             ("max_workers", self.max_workers),
+            ("[tuning] min_workers", Some(self.tuning.min_workers)),
             ("[tuning] max_workers", self.tuning.max_workers),
         ];
         if let Some((key, n)) = counts
@@ -533,6 +541,30 @@ impl RunConfig {
                 "a chunk holds at least one task: set --min-chunk 1 or more",
             ));
         }
+        if self.min_chunk > MAX_MIN_CHUNK {
+            return Err(Error::config(
+                format!(
+                    "error: `min_chunk` = {} is more than {MAX_MIN_CHUNK} tasks",
+                    self.min_chunk
+                ),
+                format!(
+                    "a chunk larger than an iteration holds the whole iteration: set --min-chunk \
+                     to at most {MAX_MIN_CHUNK} (default 1)"
+                ),
+            ));
+        }
+        if self.trace_limit > MAX_TRACE_LIMIT {
+            return Err(Error::config(
+                format!(
+                    "error: `trace_limit` = {} is more than {MAX_TRACE_LIMIT} events",
+                    self.trace_limit
+                ),
+                format!(
+                    "a trace event takes about 110 bytes of memory and of file: set \
+                     --trace-limit to at most {MAX_TRACE_LIMIT} (default 1000000)"
+                ),
+            ));
+        }
         check_factor(self.factor)?;
         if let Some(link) = &self.link {
             let bad = |key: &str, value: f64| {
@@ -553,7 +585,10 @@ impl RunConfig {
             Some(n) if n > MAX_PREFETCH => {
                 return Err(Error::config(
                     format!("error: `prefetch` = {n} is more than {MAX_PREFETCH} chunks"),
-                    "one chunk ahead hides the round trip: set --prefetch 1 (or up to 8)",
+                    format!(
+                        "one chunk ahead hides the round trip: set --prefetch 1 (at most \
+                         {MAX_PREFETCH})"
+                    ),
                 ));
             }
             Some(n) if n > 0 && self.protocol == Protocol::Sync => {

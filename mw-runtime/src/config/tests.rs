@@ -182,8 +182,8 @@ fn flags_are_checked_by_clap() {
     assert!(Cli::try_parse_from(["app", "--factor", "0"]).is_err());
     assert!(Cli::try_parse_from(["app", "--workers", "0"]).is_err());
     assert!(Cli::try_parse_from(["app", "--policy", "nope"]).is_err());
-    assert!(Cli::try_parse_from(["app", "--prefetch", "9"]).is_err());
     assert!(Cli::try_parse_from(["app", "--prefetch", "x"]).is_err());
+    assert!(Cli::try_parse_from(["app", "--trace-limit", "-1"]).is_err());
     let ok = Cli::try_parse_from([
         "app",
         "--workers",
@@ -370,4 +370,99 @@ fn the_objective_flag_overrides_the_file() {
     let config = RunConfig::merge(&file.run, &cli.run).unwrap();
     assert_eq!(config.tuning.objective, Objective::Time);
     assert!(Cli::try_parse_from(["app", "--objective", "speed"]).is_err());
+}
+
+#[test]
+fn absurd_sizes_are_refused_with_their_limit_on_the_command_line_and_in_the_file() {
+    #[derive(clap::Parser, Debug)]
+    struct Cli {
+        #[command(flatten)]
+        run: RunArgs,
+    }
+    use clap::Parser;
+    let huge = "18446744073709551615";
+    let cases = [
+        ("--workers", huge, "workers", "more than 4096 workers"),
+        (
+            "--max-workers",
+            "100000",
+            "max_workers",
+            "more than 4096 workers",
+        ),
+        ("--prefetch", "9", "prefetch", "more than 8 chunks"),
+        (
+            "--min-chunk",
+            huge,
+            "min_chunk",
+            "more than 1000000000 tasks",
+        ),
+        (
+            "--trace-limit",
+            huge,
+            "trace_limit",
+            "more than 100000000 events",
+        ),
+    ];
+    for (flag, value, key, limit) in cases {
+        let cli = Cli::try_parse_from(["app", flag, value]).unwrap();
+        let e = RunConfig::merge_file(&ConfigFile::default(), &cli.run)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains(limit) && e.contains("\nhelp: "), "{flag}: {e}");
+        let file = ConfigFile::parse(&format!("[run]\n{key} = {value}\n")).unwrap();
+        let e = RunConfig::merge_file(&file, &RunArgs::default())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains(limit) && e.contains("\nhelp: "), "{key}: {e}");
+    }
+    let file = ConfigFile::parse(&format!("[tuning]\nmin_workers = {huge}\n")).unwrap();
+    let e = RunConfig::merge_file(&file, &RunArgs::default())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("`[tuning] min_workers`") && e.contains("help:"),
+        "{e}"
+    );
+    // The limits themselves are accepted.
+    let at_limits = RunArgs {
+        min_chunk: Some(MAX_MIN_CHUNK),
+        trace_limit: Some(MAX_TRACE_LIMIT),
+        prefetch: Some(MAX_PREFETCH),
+        ..RunArgs::default()
+    };
+    RunConfig::merge_file(&ConfigFile::default(), &at_limits).unwrap();
+}
+
+#[test]
+fn a_control_address_that_looks_like_host_port_but_is_not_one_is_refused() {
+    #[derive(clap::Parser, Debug)]
+    struct Cli {
+        #[command(flatten)]
+        run: RunArgs,
+    }
+    use clap::Parser;
+    for bad in ["127.0.0.1:70000", "localhost:99999", "[::1]:65536"] {
+        let e = Cli::try_parse_from(["app", "--control", bad])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("is not a valid TCP address: port") && e.contains("is past 65535"),
+            "{bad}: {e}"
+        );
+        assert!(e.contains("\nhelp: give 127.0.0.1:PORT"), "{bad}: {e}");
+        let file = ConfigFile::parse(&format!("[tuning]\ncontrol = \"{bad}\"\n")).unwrap();
+        let e = RunConfig::merge_file(&file, &RunArgs::default())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("not a valid TCP address") && e.contains("help: "),
+            "{e}"
+        );
+    }
+    // A socket in this directory whose name has a colon: say so with `./`.
+    let ok = Cli::try_parse_from(["app", "--control", "./run:1"]).unwrap();
+    assert_eq!(
+        ok.run.control,
+        Some(ControlAddr::Unix(std::path::PathBuf::from("./run:1")))
+    );
 }

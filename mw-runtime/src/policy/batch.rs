@@ -96,7 +96,7 @@ impl Policy for Fsc {
         self.batches.reset(plan.tasks);
         self.workers = plan.workers.max(1);
         let batch = (plan.factor * plan.tasks as f64).round() as usize;
-        self.batch = batch.max(self.workers * plan.min_chunk.max(1));
+        self.batch = batch.max(self.workers.saturating_mul(plan.min_chunk.max(1)));
     }
 
     fn next_chunk(&mut self, ask: &Ask<'_>) -> usize {

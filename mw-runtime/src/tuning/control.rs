@@ -15,10 +15,24 @@
 //! A failed request gets `err MESSAGE`, followed by a tab and advice when there is some. A value
 //! set from outside takes effect at the next iteration boundary, is logged as a decision with
 //! reason `external`, and holds the tunable (the tuner leaves it alone) until `set NAME auto`.
+//! Requests between two boundaries are merged: the last value set for a tunable wins, so a
+//! flood of `set` lines makes at most one decision per tunable and boundary.
+//!
+//! **Who may ask.** The first line of a connection must be `auth TOKEN` with the run's token
+//! (answered `ok authenticated`), else the connection is refused and closed; a client has
+//! [`AUTH_TIMEOUT`] to send it. The token is written, for the user who started the run only,
+//! where [`ControlAddr::connect`] (and so `mwgen ctl`) finds it from the address (see
+//! `token.rs`). A Unix socket is made with mode 0600 whatever the umask: it is bound in a
+//! private directory, made 0600, then moved to its path.
+//!
+//! **Bounds.** At most [`MAX_CONNECTIONS`] connections are served at once (one thread each;
+//! more are refused with an error line), and a request line longer than [`MAX_LINE`] bytes
+//! closes its connection with an error line.
 //!
 //! The server runs on threads of its own and holds no lock while it reads or writes a socket; the
 //! engine only queues a line per iteration for each watcher (dropped when a watcher lags 64
-//! lines behind). The endpoint is closed, and a Unix socket file removed, when the run ends.
+//! lines behind). The endpoint is closed, and a Unix socket file and the token file removed, when
+//! the run ends.
 
 use std::fmt;
 use std::io::{self, BufRead, BufReader, Read, Write};
@@ -32,6 +46,7 @@ use std::time::Duration;
 
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, TrySendError, bounded};
 
+use super::token::{self, TokenFile};
 use crate::error::{Error, ErrorKind, Result};
 use crate::tunables::{Change, Source, Tunables, TunablesHandle, Why};
 
@@ -39,8 +54,12 @@ use crate::tunables::{Change, Source, Tunables, TunablesHandle, Why};
 const POLL: Duration = Duration::from_millis(50);
 /// Lines queued for a watcher before new ones are dropped.
 const WATCH_BACKLOG: usize = 64;
-/// The longest request line accepted.
-const MAX_LINE: usize = 4096;
+/// The longest request line accepted, in bytes; a longer one closes the connection.
+pub const MAX_LINE: usize = 64 * 1024;
+/// Connections served at once; more are refused.
+pub const MAX_CONNECTIONS: usize = 8;
+/// How long a new connection has to send `auth TOKEN`.
+pub const AUTH_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// Where a control endpoint listens: a loopback TCP address or a Unix socket path.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -51,13 +70,50 @@ pub enum ControlAddr {
     Unix(PathBuf),
 }
 
-impl FromStr for ControlAddr {
-    type Err = String;
+/// A control address that is not one: what is wrong, and what to give instead.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ControlAddrError {
+    message: String,
+    help: String,
+}
 
-    fn from_str(text: &str) -> std::result::Result<Self, String> {
+impl ControlAddrError {
+    fn new(message: impl Into<String>, help: impl Into<String>) -> Self {
+        ControlAddrError {
+            message: message.into(),
+            help: help.into(),
+        }
+    }
+
+    /// What is wrong with the address.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
+    /// What to give instead.
+    pub fn help(&self) -> &str {
+        &self.help
+    }
+}
+
+/// The message, then the advice on a `help:` line (as clap shows a flag's error).
+impl fmt::Display for ControlAddrError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}\nhelp: {}", self.message, self.help)
+    }
+}
+
+impl std::error::Error for ControlAddrError {}
+
+impl FromStr for ControlAddr {
+    type Err = ControlAddrError;
+
+    fn from_str(text: &str) -> std::result::Result<Self, ControlAddrError> {
+        const HELP: &str = "give 127.0.0.1:PORT (a port from 0 to 65535; 0 picks a free one) or \
+                            a Unix socket path (./NAME for one in this directory)";
         let text = text.trim();
         if text.is_empty() {
-            return Err("the control address is empty".into());
+            return Err(ControlAddrError::new("the control address is empty", HELP));
         }
         let tcp = match text.strip_prefix("localhost:") {
             Some(port) => format!("127.0.0.1:{port}").parse::<SocketAddr>().ok(),
@@ -65,13 +121,37 @@ impl FromStr for ControlAddr {
         };
         match tcp {
             Some(addr) if addr.ip().is_loopback() => Ok(ControlAddr::Tcp(addr)),
-            Some(addr) => Err(format!(
-                "`{addr}` is not a loopback address: the control endpoint is local only \
-                 (use 127.0.0.1:PORT or a Unix socket path)"
+            Some(addr) => Err(ControlAddrError::new(
+                format!("`{addr}` is not a loopback address: the control endpoint is local only"),
+                HELP,
             )),
+            // `HOST:DIGITS` with no `/` was meant as a TCP address, not a socket file's name.
+            None if looks_like_host_port(text) => {
+                let port = text
+                    .rsplit_once(':')
+                    .and_then(|(_, p)| p.parse::<u64>().ok());
+                let why = match port {
+                    Some(port) if port > u64::from(u16::MAX) => {
+                        format!(": port {port} is past 65535")
+                    }
+                    _ => String::new(),
+                };
+                Err(ControlAddrError::new(
+                    format!("`{text}` is not a valid TCP address{why}"),
+                    HELP,
+                ))
+            }
             None => Ok(ControlAddr::Unix(PathBuf::from(text))),
         }
     }
+}
+
+/// `127.0.0.1:70000`, `localhost:99999`, `[::1]:65536`: a host, a colon, a port of digits.
+fn looks_like_host_port(text: &str) -> bool {
+    !text.contains('/')
+        && text.rsplit_once(':').is_some_and(|(host, port)| {
+            !host.is_empty() && !port.is_empty() && port.bytes().all(|b| b.is_ascii_digit())
+        })
 }
 
 impl fmt::Display for ControlAddr {
@@ -84,11 +164,42 @@ impl fmt::Display for ControlAddr {
 }
 
 impl ControlAddr {
-    /// Connects to a running program's endpoint.
+    /// Connects to a running program's endpoint and authenticates with the run's token, which
+    /// a program started by the same user wrote where [`token_path`](Self::token_path) says.
+    ///
+    /// # Errors
+    /// When nothing listens there; [`io::ErrorKind::PermissionDenied`] when no token of this user
+    /// is there to read (the run is another user's) or the program refuses the token.
+    pub fn connect(&self) -> io::Result<ControlStream> {
+        let mut stream = self.connect_unauthenticated()?;
+        let token = token::read_token(self)
+            .map_err(|e| io::Error::new(io::ErrorKind::PermissionDenied, e.to_string()))?;
+        stream.set_read_timeout(Some(AUTH_TIMEOUT * 5))?;
+        match stream.request(&format!("auth {token}"))? {
+            Reply::Ok(_) => {
+                stream.set_read_timeout(None)?;
+                Ok(stream)
+            }
+            Reply::Err { message, .. } => Err(io::Error::new(
+                io::ErrorKind::PermissionDenied,
+                format!("the program refused the token: {message}"),
+            )),
+        }
+    }
+
+    /// The file that holds the token of a run listening here, for the current user.
+    ///
+    /// # Errors
+    /// When the user's token directory is not private to them.
+    pub fn token_path(&self) -> io::Result<PathBuf> {
+        token::token_path(self)
+    }
+
+    /// Connects without authenticating: every request but `auth TOKEN` is then refused.
     ///
     /// # Errors
     /// When nothing listens there.
-    pub fn connect(&self) -> io::Result<ControlStream> {
+    pub fn connect_unauthenticated(&self) -> io::Result<ControlStream> {
         match self {
             ControlAddr::Tcp(addr) => TcpStream::connect(addr).map(ControlStream::Tcp),
             #[cfg(unix)]
@@ -285,6 +396,7 @@ struct Shared {
     stop: AtomicBool,
     watchers: Mutex<Vec<Sender<String>>>,
     handle: TunablesHandle,
+    token: TokenFile,
 }
 
 /// A running control endpoint; dropping it closes it.
@@ -302,13 +414,20 @@ enum Listener {
 }
 
 impl Listener {
-    fn bind(addr: &ControlAddr) -> io::Result<(Listener, ControlAddr)> {
+    /// Binds `addr` and writes the run's token before anyone can connect (for a Unix socket,
+    /// before it appears at its path), so a client that finds the endpoint finds the token.
+    fn bind(addr: &ControlAddr) -> io::Result<(Listener, ControlAddr, TokenFile)> {
+        let token = |bound: &ControlAddr| {
+            TokenFile::create(bound)
+                .map_err(|e| io::Error::new(e.kind(), format!("cannot write the run's token: {e}")))
+        };
         match addr {
             ControlAddr::Tcp(a) => {
                 let l = TcpListener::bind(a)?;
                 let bound = ControlAddr::Tcp(l.local_addr()?);
+                let token = token(&bound)?;
                 l.set_nonblocking(true)?;
-                Ok((Listener::Tcp(l), bound))
+                Ok((Listener::Tcp(l), bound, token))
             }
             #[cfg(unix)]
             ControlAddr::Unix(path) => {
@@ -329,9 +448,9 @@ impl Listener {
                     // Left behind by a run that did not end cleanly.
                     std::fs::remove_file(path)?;
                 }
-                let l = std::os::unix::net::UnixListener::bind(path)?;
+                let (l, token) = bind_private(path, || token(addr))?;
                 l.set_nonblocking(true)?;
-                Ok((Listener::Unix(l), addr.clone()))
+                Ok((Listener::Unix(l), addr.clone(), token))
             }
             #[cfg(not(unix))]
             ControlAddr::Unix(_) => Err(io::Error::new(
@@ -358,22 +477,54 @@ impl Listener {
     }
 }
 
+/// Binds a Unix socket at `path` with mode 0600 whatever the umask, never reachable before:
+/// bound in a new directory of mode 0700 beside it, made 0600, then, once `ready` has done
+/// what must precede any connection, renamed into place.
+#[cfg(unix)]
+fn bind_private<T>(
+    path: &std::path::Path,
+    ready: impl FnOnce() -> io::Result<T>,
+) -> io::Result<(std::os::unix::net::UnixListener, T)> {
+    use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+    let name = path
+        .file_name()
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "the path names no file"))?;
+    let mut hidden = std::ffi::OsString::from(".");
+    hidden.push(name);
+    hidden.push(format!(".{}.bind", std::process::id()));
+    let dir = path.with_file_name(hidden);
+    std::fs::DirBuilder::new().mode(0o700).create(&dir)?;
+    let inside = dir.join("socket");
+    let bound = std::os::unix::net::UnixListener::bind(&inside).and_then(|listener| {
+        std::fs::set_permissions(&inside, std::fs::Permissions::from_mode(0o600))?;
+        let ready = ready()?;
+        std::fs::rename(&inside, path)?;
+        Ok((listener, ready))
+    });
+    let _ = std::fs::remove_file(&inside);
+    let _ = std::fs::remove_dir(&dir);
+    bound
+}
+
 impl ControlServer {
-    /// Opens the endpoint at `addr`.
+    /// Opens the endpoint at `addr`, writing the run's token for its owner.
     ///
     /// # Errors
-    /// A configuration error when the address cannot be bound.
+    /// A configuration error when the address cannot be bound or the token not written.
     pub fn start(addr: &ControlAddr, handle: TunablesHandle) -> Result<ControlServer> {
-        let (listener, bound) = Listener::bind(addr).map_err(|e| {
+        let (listener, bound, token) = Listener::bind(addr).map_err(|e| {
             Error::config(
                 format!("error: cannot open the control endpoint `{addr}`: {e}"),
-                "choose another socket path or port with --control (a port of 0 picks a free one)",
+                "choose another socket path or port with --control (a port of 0 picks a free \
+                 one); the run's token goes in $XDG_RUNTIME_DIR/mwgen, else in mwgen-UID under \
+                 the temporary directory, which must be private to you",
             )
         })?;
         let shared = Arc::new(Shared {
             stop: AtomicBool::new(false),
             watchers: Mutex::new(Vec::new()),
             handle,
+            token,
         });
         let serving = Arc::clone(&shared);
         let thread = std::thread::Builder::new()
@@ -422,9 +573,23 @@ impl Drop for ControlServer {
 }
 
 fn accept_loop(listener: &Listener, shared: &Arc<Shared>) {
-    let mut connections = Vec::new();
+    let mut connections: Vec<JoinHandle<()>> = Vec::new();
     while !shared.stop.load(Ordering::SeqCst) {
+        connections.retain(|c| !c.is_finished());
         match listener.accept() {
+            Ok(mut stream) if connections.len() >= MAX_CONNECTIONS => {
+                let _ = writeln!(
+                    stream,
+                    "{}",
+                    Reply::Err {
+                        message: format!(
+                            "the control endpoint serves {MAX_CONNECTIONS} connections at once"
+                        ),
+                        help: Some("close a `mwgen ctl ... watch`, then try again".into()),
+                    }
+                    .line()
+                );
+            }
             Ok(stream) => {
                 let shared = Arc::clone(shared);
                 if let Ok(handle) = std::thread::Builder::new()
@@ -434,17 +599,66 @@ fn accept_loop(listener: &Listener, shared: &Arc<Shared>) {
                     connections.push(handle);
                 }
             }
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => std::thread::sleep(POLL),
             Err(_) => std::thread::sleep(POLL),
         }
-        connections.retain(|c: &JoinHandle<()>| !c.is_finished());
     }
     for c in connections {
         let _ = c.join();
     }
 }
 
-/// Serves one connection until the client leaves or the run ends.
+/// What reading a request line gave.
+enum Line {
+    Request(String),
+    /// The client left, the run ended, or the client took too long to authenticate.
+    Closed,
+    TooLong,
+}
+
+/// Reads one request line of at most [`MAX_LINE`] bytes, looking at `stop` (and, while `by`
+/// is set, at that deadline) between reads.
+fn read_line(
+    input: &mut BufReader<ControlStream>,
+    stop: &AtomicBool,
+    by: Option<std::time::Instant>,
+) -> Line {
+    let mut line = Vec::new();
+    loop {
+        if stop.load(Ordering::SeqCst) || by.is_some_and(|by| std::time::Instant::now() > by) {
+            return Line::Closed;
+        }
+        let available = match input.fill_buf() {
+            Ok([]) => return Line::Closed,
+            Ok(bytes) => bytes,
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock
+                        | io::ErrorKind::TimedOut
+                        | io::ErrorKind::Interrupted
+                ) =>
+            {
+                continue;
+            }
+            Err(_) => return Line::Closed,
+        };
+        let (taken, done) = match available.iter().position(|&b| b == b'\n') {
+            Some(end) => (end + 1, true),
+            None => (available.len(), false),
+        };
+        line.extend_from_slice(&available[..taken]);
+        input.consume(taken);
+        if line.len() > MAX_LINE + 1 {
+            return Line::TooLong;
+        }
+        if done {
+            return Line::Request(String::from_utf8_lossy(&line).trim().to_owned());
+        }
+    }
+}
+
+/// Serves one connection until the client leaves or the run ends: `auth TOKEN` first, then
+/// requests.
 fn serve(stream: ControlStream, shared: &Shared) {
     if stream.set_read_timeout(Some(POLL)).is_err() {
         return;
@@ -453,39 +667,67 @@ fn serve(stream: ControlStream, shared: &Shared) {
         return;
     };
     let mut input = BufReader::new(stream);
-    let mut line = String::new();
-    while !shared.stop.load(Ordering::SeqCst) {
-        match input.read_line(&mut line) {
-            Ok(0) => return,
-            Ok(_) if !line.ends_with('\n') => continue,
-            Ok(_) => {}
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
-                ) =>
-            {
-                if line.len() > MAX_LINE {
-                    let _ = writeln!(out, "err request line too long");
-                    return;
-                }
-                continue;
+    let mut deadline = Some(std::time::Instant::now() + AUTH_TIMEOUT);
+    loop {
+        let request = match read_line(&mut input, &shared.stop, deadline) {
+            Line::Request(request) => request,
+            Line::Closed => return,
+            Line::TooLong => {
+                let _ = writeln!(
+                    out,
+                    "{}",
+                    Reply::Err {
+                        message: format!("request line longer than {MAX_LINE} bytes"),
+                        help: Some("send one request per line: `get`, `set NAME VALUE`".into()),
+                    }
+                    .line()
+                );
+                return;
             }
-            Err(_) => return,
-        }
-        let request = std::mem::take(&mut line);
-        let request = request.trim();
+        };
         if request.is_empty() {
+            continue;
+        }
+        if deadline.is_some() {
+            let reply = authenticate(&request, shared.token.token());
+            let accepted = matches!(reply, Reply::Ok(_));
+            if writeln!(out, "{}", reply.line()).is_err() || !accepted {
+                return;
+            }
+            deadline = None;
             continue;
         }
         if request == "watch" {
             watch(&mut out, shared);
             return;
         }
-        let reply = answer(request, &shared.handle);
+        let reply = answer(&request, &shared.handle);
         if writeln!(out, "{}", reply.line()).is_err() {
             return;
         }
+    }
+}
+
+/// The answer to a connection's first line, which must be `auth TOKEN`.
+fn authenticate(request: &str, token: &str) -> Reply {
+    match request.split_once(' ') {
+        Some(("auth", given)) if token::same_token(given.trim(), token) => {
+            Reply::Ok("authenticated".into())
+        }
+        Some(("auth", _)) => Reply::Err {
+            message: "wrong token: only the user who started the run may control it".into(),
+            help: Some(
+                "run `mwgen ctl ADDR ...` as that user: it reads the run's token by itself".into(),
+            ),
+        },
+        _ => Reply::Err {
+            message: "not authenticated: the first request must be `auth TOKEN`".into(),
+            help: Some(
+                "use `mwgen ctl ADDR ...` as the user who started the run: it sends the run's \
+                 token by itself"
+                    .into(),
+            ),
+        },
     }
 }
 

@@ -20,12 +20,15 @@ mod factor;
 mod machine;
 mod queue;
 mod simulate;
+mod token;
 mod workers;
 
 #[cfg(test)]
 mod tests;
 
-pub use control::{ControlAddr, ControlStream, Reply};
+pub use control::{
+    AUTH_TIMEOUT, ControlAddr, ControlAddrError, ControlStream, MAX_CONNECTIONS, MAX_LINE, Reply,
+};
 pub(crate) use control::{ControlServer, Status};
 pub use machine::Layout;
 

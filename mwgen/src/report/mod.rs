@@ -132,6 +132,20 @@ pub(crate) struct Figure {
 /// An unreadable or malformed metrics or trace file, an iteration that is not in the run, or an
 /// output folder that cannot be written.
 pub fn run(args: &ReportArgs, out: &mut dyn Write) -> Result<(), CliError> {
+    // The output folder first: a place that cannot be written is said before any drawing.
+    std::fs::create_dir_all(&args.out).map_err(|e| cannot_write(&args.out, &e))?;
+    let index = args.out.join("index.html");
+    if let Err(e) = mw_runtime::check_output(&index, "-o") {
+        let (message, help) = match e.kind() {
+            mw_runtime::ErrorKind::Config { message, help } => (message.clone(), help.clone()),
+            _ => (e.to_string(), String::new()),
+        };
+        let message = message.trim_start_matches("error: ").to_owned();
+        return Err(CliError::failure(
+            message,
+            Some(help).filter(|h| !h.is_empty()),
+        ));
+    }
     let run = load_metrics(&args.metrics)?;
     let chosen = choose_iteration(&run, args.iteration)?;
     let trace = match &args.trace {
@@ -145,12 +159,10 @@ pub fn run(args: &ReportArgs, out: &mut dyn Write) -> Result<(), CliError> {
     }
     let page = html::page(&run, &args.metrics, &figures);
 
-    std::fs::create_dir_all(&args.out).map_err(|e| cannot_write(&args.out, &e))?;
     for figure in &figures {
         let path = args.out.join(figure.file);
         std::fs::write(&path, &figure.svg).map_err(|e| cannot_write(&path, &e))?;
     }
-    let index = args.out.join("index.html");
     std::fs::write(&index, page).map_err(|e| cannot_write(&index, &e))?;
 
     let mut line = |text: String| writeln!(out, "{text}").map_err(CliError::output);

@@ -27,18 +27,23 @@ pub fn csv(front: &Front) -> String {
 /// # Errors
 /// The file that could not be written, with the reason.
 pub fn write(prefix: &Path, land: &Landscape, outcome: &Outcome) -> Result<[PathBuf; 2], String> {
-    let with = |ext: &str| {
-        let mut name = prefix.as_os_str().to_owned();
-        name.push(ext);
-        PathBuf::from(name)
-    };
-    let paths = [with(".csv"), with(".svg")];
+    let paths = paths(prefix);
     let contents = [csv(&outcome.front), svg(land, outcome)];
     for (path, text) in paths.iter().zip(contents) {
         std::fs::write(path, text)
             .map_err(|e| format!("cannot write `{}`: {e}", path.display()))?;
     }
     Ok(paths)
+}
+
+/// `PREFIX.csv` and `PREFIX.svg`.
+pub fn paths(prefix: &Path) -> [PathBuf; 2] {
+    let with = |ext: &str| {
+        let mut name = prefix.as_os_str().to_owned();
+        name.push(ext);
+        PathBuf::from(name)
+    };
+    [with(".csv"), with(".svg")]
 }
 
 /// Fill colour of a fuel code.

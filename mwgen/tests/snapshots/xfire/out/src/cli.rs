@@ -10,9 +10,9 @@ use clap::{Args, Parser, Subcommand};
 use serde::Serialize;
 
 use crate::app::{FireMaster, FireWorker, Outcome, SimParams};
-use crate::fuels;
 use crate::rothermel::{FT_MIN_PER_MPH, FuelBed, Moisture, Spread};
 use crate::terrain::{Landscape, Scenario};
+use crate::{fuels, output};
 
 /// Forest-fire front propagation (Rothermel surface spread) as a self-tuning Master/Worker
 /// program.
@@ -350,6 +350,10 @@ fn grid_size(text: &str) -> Result<usize, String> {
 
 /// Runs the simulation on the runtime and prints a summary.
 fn simulate(sim: &SimArgs, run: &mw::RunArgs) -> Result<(), CliError> {
+    // Written when the run ends: checked before it starts.
+    for path in sim.out.iter().flat_map(|prefix| output::paths(prefix)) {
+        mw::check_output(&path, "--out").map_err(runtime_error)?;
+    }
     let land = Arc::new(Landscape::synthetic(&sim.scenario()));
     let params = sim.params();
     let (report, outcome) = mpsc::channel::<Outcome>();

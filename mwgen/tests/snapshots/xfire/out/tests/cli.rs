@@ -191,3 +191,18 @@ fn bad_simulation_flags_exit_with_status_2() {
         .assert()
         .code(2);
 }
+
+#[test]
+fn an_out_prefix_in_a_missing_directory_is_refused_before_the_run() {
+    let assert = xfire()
+        .args(["--steps", "2", "--backend", "local", "--quiet"])
+        .args(["--out", "/nonexistent-directory/fire"])
+        .assert()
+        .failure();
+    let stderr = String::from_utf8_lossy(&assert.get_output().stderr).into_owned();
+    assert!(
+        stderr.contains("cannot write `/nonexistent-directory/fire.csv` (--out)")
+            && stderr.contains("help: the directory `/nonexistent-directory` does not exist"),
+        "{stderr}"
+    );
+}
