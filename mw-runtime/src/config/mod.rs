@@ -117,7 +117,10 @@ pub struct RunArgs {
     #[arg(long, value_name = "PATH")]
     pub config: Option<PathBuf>,
     /// What the tuner may change while the program runs [default: on]
-    #[arg(long, value_name = "WHAT")]
+    ///
+    /// Not `--tune`: `mpirun` reads `--tune FILE` anywhere on its command line, the program's
+    /// arguments included, as its own option.
+    #[arg(long = "tuning", value_name = "WHAT")]
     pub tune: Option<TuneMode>,
     /// What the choice of `nworkers` minimizes: `index` (time per resource) or `time` [default: index]
     #[arg(long, value_name = "GOAL")]
