@@ -55,7 +55,9 @@ impl fmt::Display for Protocol {
 /// The runtime's command-line flags; flatten into your own parser with `#[command(flatten)]`.
 /// Flags left out fall back to `Mw.toml`, then to the defaults.
 #[derive(Debug, Clone, Default, Args)]
-#[command(next_help_heading = "Runtime")]
+// Negative numbers reach the value parsers, which say what is allowed (clap would call `-1` an
+// unexpected argument).
+#[command(next_help_heading = "Runtime", allow_negative_numbers = true)]
 pub struct RunArgs {
     /// Workers taking part at the start (`nworkers`) [default: one per core, at most the pool; under MPI the pool]
     #[arg(long, value_name = "N", value_parser = parse_count)]
@@ -134,6 +136,7 @@ fn parse_count(text: &str) -> std::result::Result<usize, String> {
     match text.trim().parse::<usize>() {
         Ok(0) => Err("must be at least 1".into()),
         Ok(n) => Ok(n),
+        Err(_) if is_negative(text) => Err("must be at least 1".into()),
         Err(_) => Err(format!("`{text}` is not a whole number")),
     }
 }
@@ -142,8 +145,13 @@ fn parse_prefetch(text: &str) -> std::result::Result<usize, String> {
     match text.trim().parse::<usize>() {
         Ok(n) if n <= MAX_PREFETCH => Ok(n),
         Ok(_) => Err(format!("at most {MAX_PREFETCH} chunks")),
+        Err(_) if is_negative(text) => Err(format!("must be 0 to {MAX_PREFETCH}")),
         Err(_) => Err(format!("`{text}` is not a whole number")),
     }
+}
+
+fn is_negative(text: &str) -> bool {
+    text.trim().parse::<f64>().is_ok_and(|v| v < 0.0)
 }
 
 /// The most chunks a worker may hold beyond the one it processes: one hides the round trip;

@@ -374,3 +374,26 @@ fn the_objective_flag_overrides_the_file() {
     assert_eq!(config.tuning.objective, Objective::Time);
     assert!(Cli::try_parse_from(["app", "--objective", "speed"]).is_err());
 }
+
+#[test]
+fn negative_numbers_get_the_rule_not_an_unexpected_argument() {
+    #[derive(clap::Parser, Debug)]
+    struct Cli {
+        #[command(flatten)]
+        run: RunArgs,
+    }
+    use clap::Parser;
+    for (flag, rule) in [
+        ("--workers", "must be at least 1"),
+        ("--max-workers", "must be at least 1"),
+        ("--min-chunk", "must be at least 1"),
+        ("--prefetch", "must be 0 to"),
+        ("--factor", "must be in (0, 1]"),
+    ] {
+        let error = Cli::try_parse_from(["app", flag, "-1"])
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains(rule), "{flag}: {error}");
+        assert!(!error.contains("unexpected argument"), "{flag}: {error}");
+    }
+}
