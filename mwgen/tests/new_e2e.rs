@@ -152,12 +152,13 @@ fn generated_projects_build_and_run() {
         "{stdout}"
     );
 
-    // A `--structs` file: a tuple-struct task holding a recursive enum, a result named
-    // `Result` with a skipped field.
+    // A `--structs` file: a tuple-struct task holding a recursive enum (also through another
+    // type, which needs `#[mw(recursive)]`), a result named `Result` with a skipped field.
     fs::write(
         dir.path().join("calc.rs"),
         "#[mw(task)] struct Job(Expr, Vec<(String, f64)>);
-         enum Expr { Add(Box<Expr>, Box<Expr>), Num(f64) }
+         enum Expr { Add(Box<Expr>, Box<Expr>), Neg(Box<Neg>), Num(f64) }
+         struct Neg(Expr);
          struct Result { value: Option<f64>, #[mw(skip)] seen: bool }",
     )
     .unwrap();

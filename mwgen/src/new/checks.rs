@@ -588,3 +588,39 @@ fn needed_users(ty: &Ty) -> Vec<String> {
         _ => Vec::new(),
     }
 }
+
+/// The fields (`Type.field`, `Enum::Variant.0`) whose type leads back to their own type by way
+/// of another one (`enum A { B(Box<B>) }` with `enum B { A(Box<A>), End }`): the derive needs
+/// `#[mw(recursive)]` on them, or its size constants refer to themselves and rustc reports a
+/// cycle. Direct recursion (`Box<Self>`) the derive sees by itself.
+pub(crate) fn recursive_fields(defs: &[Def<'_>], known: &BTreeSet<String>) -> BTreeSet<String> {
+    let mut edges: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    let mut fields = Vec::new();
+    for def in defs {
+        let name = def.name();
+        let scope = Scope {
+            known,
+            self_name: &name,
+        };
+        for (label, field) in def.fields() {
+            let Ok(ty) = types::check(&field.ty, scope) else {
+                continue;
+            };
+            let users = all_users(&ty);
+            edges
+                .entry(name.clone())
+                .or_default()
+                .extend(users.iter().cloned());
+            fields.push((name.clone(), label, users));
+        }
+    }
+    fields
+        .into_iter()
+        .filter(|(owner, _, users)| {
+            users
+                .iter()
+                .any(|u| u != owner && reaches(u, owner, &edges))
+        })
+        .map(|(_, label, _)| label)
+        .collect()
+}

@@ -285,10 +285,11 @@ pub(crate) fn read(input: Input<'_>) -> Result<Messages, CliError> {
         }
     }
 
+    let recursive = checks::recursive_fields(&checked, &known);
     let items = files
-        .into_iter()
-        .flat_map(|(_, file)| file.items)
-        .filter_map(rewrite)
+        .iter()
+        .flat_map(|(_, file)| file.items.iter().cloned())
+        .filter_map(|item| rewrite(item, &recursive))
         .collect();
     Ok(Messages {
         items,
@@ -717,23 +718,48 @@ fn markers(attrs: &[Attribute], source: &Source) -> Result<Vec<(Role, Span)>, Cl
 /// The item as `src/messages.rs` holds it: markers gone, the message derives added, the type
 /// and its fields public. `use` items that import the runtime are dropped (the file imports
 /// `Message` itself).
-fn rewrite(item: Item) -> Option<Item> {
+fn rewrite(item: Item, recursive: &BTreeSet<String>) -> Option<Item> {
     match item {
         Item::Struct(mut s) => {
             s.attrs = message_attrs(&s.attrs);
             s.vis = public(s.vis);
-            for field in s.fields.iter_mut() {
+            let owner = s.ident.to_string();
+            for (i, field) in s.fields.iter_mut().enumerate() {
                 field.vis = public(field.vis.clone());
+                mark_recursive(field, &owner, i, recursive);
             }
             Some(Item::Struct(s))
         }
         Item::Enum(mut e) => {
             e.attrs = message_attrs(&e.attrs);
             e.vis = public(e.vis);
+            for variant in e.variants.iter_mut() {
+                let owner = format!("{}::{}", e.ident, variant.ident);
+                for (i, field) in variant.fields.iter_mut().enumerate() {
+                    mark_recursive(field, &owner, i, recursive);
+                }
+            }
             Some(Item::Enum(e))
         }
         Item::Use(u) if imports_runtime(&u.tree) => None,
         other => Some(other),
+    }
+}
+
+/// Adds `#[mw(recursive)]` to a field whose type leads back to its owner through another type
+/// (see [`checks::recursive_fields`]), unless the user wrote it.
+fn mark_recursive(field: &mut syn::Field, owner: &str, index: usize, recursive: &BTreeSet<String>) {
+    let member = field
+        .ident
+        .as_ref()
+        .map_or(index.to_string(), ToString::to_string);
+    let marked = field.attrs.iter().any(|a| {
+        a.path().is_ident("mw")
+            && a.parse_args_with(Punctuated::<Meta, Token![,]>::parse_terminated)
+                .is_ok_and(|metas| metas.iter().any(|m| m.path().is_ident("recursive")))
+    });
+    if recursive.contains(&format!("{owner}.{member}")) && !marked {
+        field.attrs.push(syn::parse_quote!(#[mw(recursive)]));
     }
 }
 
@@ -899,6 +925,20 @@ mod tests {
             ),
             "{text}"
         );
+    }
+
+    #[test]
+    fn recursion_through_another_type_is_marked_for_the_derive() {
+        let messages = defs(
+            "enum A { B(Box<B>), Me(Box<A>), End } enum B { A(Box<A>), End }",
+            "struct R;",
+        )
+        .unwrap();
+        let text = messages.text();
+        assert!(text.contains("    B(#[mw(recursive)] Box<B>),"), "{text}");
+        assert!(text.contains("    A(#[mw(recursive)] Box<A>),"), "{text}");
+        // Direct recursion the derive sees by itself.
+        assert!(text.contains("    Me(Box<A>),"), "{text}");
     }
 
     #[test]
