@@ -121,6 +121,7 @@ pub struct ModelArgs {
         value_name = "N",
         default_value_t = 1,
         allow_negative_numbers = true,
+        value_parser = parse_workers,
         help_heading = "Range"
     )]
     pub min_workers: usize,
@@ -131,6 +132,7 @@ pub struct ModelArgs {
         value_name = "N",
         default_value_t = 64,
         allow_negative_numbers = true,
+        value_parser = parse_workers,
         help_heading = "Range"
     )]
     pub max_workers: usize,
@@ -142,6 +144,18 @@ pub struct ModelArgs {
     /// Also draw Tt(n) and Pi(n), with both optima marked, as an SVG file
     #[arg(long, value_name = "FILE.svg", help_heading = "Output")]
     pub plot: Option<PathBuf>,
+}
+
+/// A number of workers: a negative one gets the rule `evaluate` gives 0 (clap's own parser
+/// would say "invalid digit").
+fn parse_workers(text: &str) -> Result<usize, String> {
+    match text.trim().parse::<usize>() {
+        Ok(n) => Ok(n),
+        Err(_) if text.trim().parse::<f64>().is_ok_and(|v| v < 0.0) => {
+            Err("must be at least 1".into())
+        }
+        Err(_) => Err(format!("`{text}` is not a whole number")),
+    }
 }
 
 /// The evaluated model, as `--json` prints it.
@@ -208,6 +222,17 @@ pub fn run(args: &ModelArgs, out: &mut dyn Write) -> Result<(), CliError> {
 }
 
 fn evaluate(args: &ModelArgs) -> Result<Report, CliError> {
+    // One rule for 0 and below: the model divides by Tc.
+    if !(args.tc.is_finite() && args.tc > 0.0) {
+        let (_, help) = flag_of("tc_ms");
+        return Err(CliError::usage(
+            format!(
+                "invalid value `{}` for `--tc`: must be positive",
+                number(args.tc)
+            ),
+            help,
+        ));
+    }
     if args.min_workers == 0 || args.max_workers == 0 {
         let flag = if args.max_workers == 0 {
             "--max-workers"
@@ -305,12 +330,15 @@ fn flag_error(e: ModelError) -> CliError {
         } => {
             let (flag, help) = flag_of(name);
             CliError::usage(
-                format!("invalid value `{value}` for `{flag}`: must be {expected}"),
+                format!(
+                    "invalid value `{}` for `{flag}`: must be {expected}",
+                    number(value)
+                ),
                 help,
             )
         }
         ModelError::NoWork => CliError::usage(
-            "invalid value `0` for `--tc`: must be > 0",
+            "invalid value `0` for `--tc`: must be positive",
             "the performance index divides by the total processing time; give it in ms",
         ),
         other => CliError::usage(other.to_string(), "see `mwgen model --help`"),
@@ -360,21 +388,21 @@ fn report_title(args: &ModelArgs) -> String {
         None => format!(
             "{} protocol, Tc = {} ms, V = {} B (α = {}), mo = {} ms, k = {} ms/B, λm = {} ms",
             args.protocol,
-            args.tc,
-            args.volume.unwrap_or_default(),
-            args.alpha,
-            args.latency,
-            args.per_byte,
-            args.lm
+            number(args.tc),
+            number(args.volume.unwrap_or_default()),
+            number(args.alpha),
+            number(args.latency),
+            number(args.per_byte),
+            number(args.lm)
         ),
         Some(vi) => format!(
             "broadcast, async protocol, Tc = {} ms, Vi = {} B to each worker, Vm = {} B, mo = {} ms, k = {} ms/B, λm = {} ms",
-            args.tc,
-            vi,
-            args.results.unwrap_or(0.0),
-            args.latency,
-            args.per_byte,
-            args.lm
+            number(args.tc),
+            number(vi),
+            number(args.results.unwrap_or(0.0)),
+            number(args.latency),
+            number(args.per_byte),
+            number(args.lm)
         ),
     }
 }
@@ -396,11 +424,11 @@ fn print_table(args: &ModelArgs, report: &Report, out: &mut dyn Write) -> std::i
             marks.push("lowest Pi");
         }
         let row = format!(
-            "{:>7}  {:>12.4}  {:>6.4}  {:>12.4}  {:<9}  {}",
+            "{:>7}  {:>12}  {:>6.4}  {:>12}  {:<9}  {}",
             p.workers,
-            p.time_ms,
+            fixed(p.time_ms, 4),
             p.efficiency,
-            p.pi,
+            fixed(p.pi, 4),
             p.regime,
             if marks.is_empty() {
                 String::new()
@@ -421,13 +449,16 @@ fn print_table(args: &ModelArgs, report: &Report, out: &mut dyn Write) -> std::i
     let (bt, bi, choice) = (&report.best_time, &report.best_index, &report.choice);
     writeln!(
         out,
-        "lowest Tt:  {} workers, Tt = {:.2} ms",
-        bt.workers, bt.time_ms
+        "lowest Tt:  {} workers, Tt = {} ms",
+        bt.workers,
+        fixed(bt.time_ms, 2)
     )?;
     writeln!(
         out,
-        "lowest Pi:  {} workers, Tt = {:.2} ms, Pi = {:.2}",
-        bi.workers, bi.time_ms, bi.pi
+        "lowest Pi:  {} workers, Tt = {} ms, Pi = {}",
+        bi.workers,
+        fixed(bi.time_ms, 2),
+        fixed(bi.pi, 2)
     )?;
     match report.mcmc {
         Some(m) => writeln!(
@@ -451,4 +482,49 @@ fn print_table(args: &ModelArgs, report: &Report, out: &mut dyn Write) -> std::i
         )?;
     }
     Ok(())
+}
+
+/// Beyond this magnitude (and below its inverse) numbers are written in scientific notation:
+/// `1e308` has 309 digits written out.
+const PLAIN_RANGE: f64 = 1e9;
+
+/// A parameter as the user would write it: shortest form, scientific beyond the plain range.
+fn number(value: f64) -> String {
+    if is_plain(value) {
+        format!("{value}")
+    } else {
+        format!("{value:e}")
+    }
+}
+
+/// A computed value with `decimals` decimals, or five significant digits in scientific
+/// notation beyond the plain range.
+fn fixed(value: f64, decimals: usize) -> String {
+    if is_plain(value) {
+        format!("{value:.decimals$}")
+    } else {
+        format!("{value:.4e}")
+    }
+}
+
+fn is_plain(value: f64) -> bool {
+    let size = value.abs();
+    !value.is_finite() || size == 0.0 || (1.0 / PLAIN_RANGE..PLAIN_RANGE).contains(&size)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_beyond_the_plain_range_are_scientific() {
+        assert_eq!(number(1600.0), "1600");
+        assert_eq!(number(0.001), "0.001");
+        assert_eq!(number(1e308), "1e308");
+        assert_eq!(number(-5.0), "-5");
+        assert_eq!(fixed(1e308 / 3.0, 4), "3.3333e307");
+        assert_eq!(fixed(12.345_67, 2), "12.35");
+        assert_eq!(fixed(0.0, 2), "0.00");
+        assert_eq!(fixed(2e-12, 4), "2.0000e-12");
+    }
 }

@@ -14,7 +14,9 @@ use serde::Serialize;
 
 use crate::CliError;
 
+mod checks;
 mod defs;
+mod layout;
 mod snippet;
 mod template;
 mod types;

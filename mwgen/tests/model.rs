@@ -279,3 +279,41 @@ fn other_bad_input_is_a_usage_error() {
         .code(2);
     assert!(stderr(&assert).starts_with("error: invalid value 'abc' for '--tc <MS>'"));
 }
+
+/// `--tc` with the rest of the worked example.
+fn with_tc(tc: &str) -> assert_cmd::assert::Assert {
+    mwgen()
+        .args(["model", "--tc", tc, "--volume", "4096", "--latency", "1"])
+        .args(["--per-byte", "0.001", "--max-workers", "4"])
+        .assert()
+}
+
+#[test]
+fn zero_and_negative_tc_get_the_same_rule() {
+    for tc in ["0", "-5"] {
+        let err = stderr(&with_tc(tc).code(2));
+        assert!(
+            err.starts_with(&format!(
+                "error: invalid value `{tc}` for `--tc`: must be positive\nhelp: "
+            )),
+            "{err}"
+        );
+    }
+}
+
+#[test]
+fn negative_worker_counts_get_the_rule() {
+    for flag in ["--min-workers", "--max-workers"] {
+        let err = usage_error(&[flag, "-3"]);
+        assert!(err.contains("must be at least 1"), "{err}");
+        assert!(!err.contains("invalid digit"), "{err}");
+    }
+}
+
+#[test]
+fn huge_values_are_printed_in_scientific_notation() {
+    let out = stdout(&with_tc("1e308").success());
+    assert!(out.contains("Tc = 1e308 ms"), "{out}");
+    let longest = out.split_whitespace().map(str::len).max().unwrap_or(0);
+    assert!(longest < 20, "a {longest}-character word in:\n{out}");
+}

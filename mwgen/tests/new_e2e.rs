@@ -70,6 +70,14 @@ fn build_with(dir: &Path, name: &str, args: &[&str], cargo_args: &[&str]) -> (Pa
         output.status.success(),
         "`{name}` does not build:\n{stderr}"
     );
+    // As generated, the project is formatted as rustfmt would.
+    let fmt = Command::new("cargo")
+        .current_dir(&project)
+        .args(["fmt", "--check"])
+        .output()
+        .unwrap();
+    let (diff, _) = text(&fmt);
+    assert!(fmt.status.success(), "`{name}` is not formatted:\n{diff}");
     (target.join("debug").join(name), stderr)
 }
 
@@ -126,7 +134,7 @@ fn generated_projects_build_and_run() {
             "struct Advanced { first: u32, points: Vec<[f64; 2]>, area: f64 }",
             "--shared",
             "struct Terrain { fuel: Vec<Fuel>, wind: (f32, f32), names: [String; 2] }
-             #[derive(Copy)] enum Fuel { Grass { load: f64 }, Rock }",
+             #[derive(Copy)] enum Fuel { Grass { load: f64 }, Brush { load: f64, height_m: f64, moisture_pct: f64 }, Rock }",
         ],
     );
     assert_eq!(warnings, "", "generated hooks build without warnings");
@@ -144,12 +152,13 @@ fn generated_projects_build_and_run() {
         "{stdout}"
     );
 
-    // A `--structs` file: a tuple-struct task holding a recursive enum, a result named
-    // `Result` with a skipped field.
+    // A `--structs` file: a tuple-struct task holding a recursive enum (also through another
+    // type, which needs `#[mw(recursive)]`), a result named `Result` with a skipped field.
     fs::write(
         dir.path().join("calc.rs"),
         "#[mw(task)] struct Job(Expr, Vec<(String, f64)>);
-         enum Expr { Add(Box<Expr>, Box<Expr>), Num(f64) }
+         enum Expr { Add(Box<Expr>, Box<Expr>), Neg(Box<Neg>), Num(f64) }
+         struct Neg(Expr);
          struct Result { value: Option<f64>, #[mw(skip)] seen: bool }",
     )
     .unwrap();

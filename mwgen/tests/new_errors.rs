@@ -296,3 +296,118 @@ fn fixed_templates_refuse_message_flags() {
         "{stderr}"
     );
 }
+
+/// `mwgen new fire --in TASK --out RESULT`, refused; its standard error.
+fn refused_defs(task: &str, result: &str) -> String {
+    refused(&["fire", "--in", task, "--out", result], &[])
+}
+
+#[test]
+fn definitions_rustc_would_refuse_are_refused_where_they_go_wrong() {
+    let stderr = refused_defs("struct T { x: u32, x: u64 }", "struct R;");
+    assert!(
+        stderr.starts_with(
+            "error: the field `x` is defined twice in `T`\n  |\n1 | struct T { x: u32, x: u64 }\n  \
+             |                    ^ defined again here\n"
+        ),
+        "{stderr}"
+    );
+    let stderr = refused_defs("enum T { A, B(u8), A }", "struct R;");
+    assert!(
+        stderr.contains("the variant `A` is defined twice in `T`"),
+        "{stderr}"
+    );
+
+    let stderr = refused_defs("struct T { next: Option<T> }", "struct R;");
+    assert!(
+        stderr.starts_with("error: `T` holds itself: field `T.next` has type `Option<T>`"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("^^^^^^^^^ holds a `T` in place"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("`Option<Box<T>>`"), "{stderr}");
+    // Through another type, and through a tuple.
+    let stderr = refused_defs(
+        "struct T { a: (u8, A) } struct A { t: [T; 2] }",
+        "struct R;",
+    );
+    assert!(stderr.contains("`T` holds itself"), "{stderr}");
+
+    let stderr = refused_defs("struct T { a: [u8; 99999999999999999999] }", "struct R;");
+    assert!(
+        stderr.contains("whose length `99999999999999999999` does not fit in `usize`"),
+        "{stderr}"
+    );
+    let stderr = refused_defs("struct T { a: [u64; 1000000000000000000] }", "struct R;");
+    assert!(stderr.contains("more than rustc allows"), "{stderr}");
+
+    let stderr = refused_defs("#[derive(Serialize)] struct T { x: u32 }", "struct R;");
+    assert!(
+        stderr.contains(
+            "error: `#[derive(Serialize)]` is not passed through\n  |\n1 | #[derive(Serialize)] \
+             struct T { x: u32 }\n  |          ^^^^^^^^^ not a standard derive"
+        ),
+        "{stderr}"
+    );
+    let stderr = refused_defs("#[serde(default)] struct T { x: u32 }", "struct R;");
+    assert!(
+        stderr.contains("the attribute `#[serde]` is not passed through"),
+        "{stderr}"
+    );
+    let stderr = refused_defs("struct T { #[serde(skip)] x: u32 }", "struct R;");
+    assert!(
+        stderr.contains("the attribute `#[serde]` is not passed through"),
+        "{stderr}"
+    );
+    let stderr = refused_defs("#[derive(Eq, Hash)] struct T { x: f64 }", "struct R;");
+    assert!(
+        stderr.contains(
+            "`T` derives `Eq`, but field `T.x` has type `f64`, which does not implement `Eq`"
+        ),
+        "{stderr}"
+    );
+    let stderr = refused_defs("#[derive(Copy)] struct T { name: String }", "struct R;");
+    assert!(stderr.contains("does not implement `Copy`"), "{stderr}");
+    let stderr = refused_defs("#[derive(Default)] enum T { A(u8), B }", "struct R;");
+    assert!(
+        stderr.contains("does not mark one unit variant `#[default]`"),
+        "{stderr}"
+    );
+
+    let stderr = refused_defs("struct T { x: u32 } struct Extra { z: u8 }", "struct R;");
+    assert!(
+        stderr.starts_with("error: the type `Extra` is not used by the messages (`T`, `R`)"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn an_empty_enum_is_not_called_recursion() {
+    let stderr = refused_defs("enum T {}", "struct R;");
+    assert!(
+        stderr.starts_with("error: the enum `T` has no variants, so no value of it can be built\n"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("never ends"), "{stderr}");
+}
+
+#[test]
+fn a_stray_word_is_named_where_it_stands() {
+    let stderr = refused_defs("struct T;", "struct R { y: u32 } garbage");
+    assert_eq!(
+        stderr,
+        "error: invalid `--out` definition: expected `struct` or `enum`, found `garbage`\n  \
+         |\n\
+         1 | struct R { y: u32 } garbage\n  \
+         |                     ^^^^^^^ expected `struct` or `enum`, found `garbage`\n\
+         help: write a Rust struct or enum, e.g. --out 'struct Answer { sum: u64 }'\n"
+    );
+    // The end of the input is after its last character, not at column 1.
+    let stderr = refused_defs("struct Task(u64, String)", "struct R;");
+    assert!(
+        stderr.contains("1 | struct Task(u64, String)\n  |                         ^"),
+        "{stderr}"
+    );
+}

@@ -193,7 +193,7 @@ pub fn nbody(bodies: usize, steps: usize) -> Result<NBodyTimes, String> {
         "all",
         "--backend",
         "local",
-        "--tune",
+        "--tuning",
         "off",
         "--quiet",
     ]);

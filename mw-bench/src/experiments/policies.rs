@@ -3,7 +3,7 @@
 //! iteration of mean 0.5 ms and 6 ms, the task time's deviation from 0 to 80 % of the mean.
 //!
 //! Each run fixes the workers; `fsc` and `dpf` have their factor tuned between iterations, as in
-//! the paper (`--tune factor`); `daf` computes its own. We report the mean iteration time and its
+//! the paper (`--tuning factor`); `daf` computes its own. We report the mean iteration time and its
 //! ratio to the ideal of [`crate::ideal`]. The paper's communication volumes are kept: 240 KB per
 //! iteration at 0.5 ms (16 bytes out and 8 back per task), 1 MB at 6 ms (64 and 36), and so is
 //! its network, emulated: `--link-latency 0.1 --link-bandwidth 100` (the spinning runs excepted).
@@ -269,7 +269,7 @@ pub fn run(size: Size) -> Result<Section, BenchError> {
         "{} workers, {} tasks per iteration, {} iterations per run (the paper: 15), sleeping \
          tasks with lognormal times, behind the emulated link of the paper's network \
          (`--link-latency {LINK_LATENCY_MS} --link-bandwidth {LINK_MBIT}`); `fsc` and `dpf` with \
-         their factor tuned between iterations (`--tune factor`), `static` and `daf` untuned. \
+         their factor tuned between iterations (`--tuning factor`), `static` and `daf` untuned. \
          Times are the mean over the run's iterations, the first included (where `daf` has no \
          measurements yet and uses `dpf` with factor 0.5); \"× ideal\" is measured over ideal, \
          the ideal being the iteration's task time over the workers plus the communication the \

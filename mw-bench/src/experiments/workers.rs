@@ -8,7 +8,7 @@
 //! the runtime's `--load variable` and `--load increasing` (75 % load, period 8), twice: behind
 //! the emulated 100 Mbit/s link of the paper's cluster (`--link-latency 0.1 --link-bandwidth
 //! 100`), and on bare threads. The tuned run starts at one worker with a pool of 19
-//! (`--workers 1 --max-workers 19 --tune on`).
+//! (`--workers 1 --max-workers 19 --tuning on`).
 
 use mw_runtime::{LoadPattern, Objective, RunArgs, TuneMode};
 use mwgen::report::chart::{LineChart, Series};
@@ -344,8 +344,8 @@ pub fn run(size: Size) -> Result<Section, BenchError> {
     }
     let mut ours = format!(
         "{} iterations of {} sleeping tasks of {} ms ± 10 %, N-Body's shape (40,000 bytes to \
-         every worker, 320 bytes back per task), `daf`; fixed runs `--tune off`, the tuned run \
-         `--workers 1 --max-workers {} --tune on --objective time`. Behind the emulated link of \
+         every worker, 320 bytes back per task), `daf`; fixed runs `--tuning off`, the tuned run \
+         `--workers 1 --max-workers {} --tuning on --objective time`. Behind the emulated link of \
          the paper's cluster (`--link-latency {LINK_LATENCY_MS} --link-bandwidth {LINK_MBIT}`: the \
          master's network card, one link each way shared by all workers) and on bare threads. \
          Total run time in seconds: {}; the tuned run over the best fixed count, run by run. \

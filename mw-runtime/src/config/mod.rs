@@ -57,7 +57,9 @@ impl fmt::Display for Protocol {
 /// The runtime's command-line flags; flatten into your own parser with `#[command(flatten)]`.
 /// Flags left out fall back to `Mw.toml`, then to the defaults.
 #[derive(Debug, Clone, Default, Args)]
-#[command(next_help_heading = "Runtime")]
+// Negative numbers reach the value parsers, which say what is allowed (clap would call `-1` an
+// unexpected argument).
+#[command(next_help_heading = "Runtime", allow_negative_numbers = true)]
 pub struct RunArgs {
     /// Workers taking part at the start (`nworkers`) [default: one per core, at most the pool; under MPI the pool]
     #[arg(long, value_name = "N", value_parser = parse_count)]
@@ -119,7 +121,10 @@ pub struct RunArgs {
     #[arg(long, value_name = "PATH")]
     pub config: Option<PathBuf>,
     /// What the tuner may change while the program runs [default: on]
-    #[arg(long, value_name = "WHAT")]
+    ///
+    /// Not `--tune`: `mpirun` reads `--tune FILE` anywhere on its command line, the program's
+    /// arguments included, as its own option.
+    #[arg(long = "tuning", value_name = "WHAT")]
     pub tune: Option<TuneMode>,
     /// What the choice of `nworkers` minimizes: `index` (time per resource) or `time` [default: index]
     #[arg(long, value_name = "GOAL")]
@@ -154,6 +159,7 @@ fn parse_count(text: &str) -> std::result::Result<usize, String> {
     match text.trim().parse::<usize>() {
         Ok(0) => Err("must be at least 1".into()),
         Ok(n) => Ok(n),
+        Err(_) if is_negative(text) => Err("must be at least 1".into()),
         Err(_) => Err(format!("`{text}` is not a whole number")),
     }
 }
@@ -161,9 +167,15 @@ fn parse_count(text: &str) -> std::result::Result<usize, String> {
 /// A whole number, 0 included; ranges are checked with the file's values in `validate`, so the
 /// flag and the key get the same error and `help:` line.
 fn parse_whole(text: &str) -> std::result::Result<usize, String> {
-    text.trim()
-        .parse::<usize>()
-        .map_err(|_| format!("`{text}` is not a whole number"))
+    match text.trim().parse::<usize>() {
+        Ok(n) => Ok(n),
+        Err(_) if is_negative(text) => Err("must be 0 or more".into()),
+        Err(_) => Err(format!("`{text}` is not a whole number")),
+    }
+}
+
+fn is_negative(text: &str) -> bool {
+    text.trim().parse::<f64>().is_ok_and(|v| v < 0.0)
 }
 
 /// The most chunks a worker may hold beyond the one it processes: one hides the round trip;

@@ -247,14 +247,15 @@ fn bad_tuning_values_are_refused_with_help() {
 }
 
 #[test]
-fn tune_and_control_flags_parse() {
+fn tuning_and_control_flags_parse() {
     #[derive(clap::Parser, Debug)]
     struct Cli {
         #[command(flatten)]
         run: RunArgs,
     }
     use clap::Parser;
-    let ok = Cli::try_parse_from(["app", "--tune", "factor", "--control", "/tmp/x.sock"]).unwrap();
+    let ok =
+        Cli::try_parse_from(["app", "--tuning", "factor", "--control", "/tmp/x.sock"]).unwrap();
     assert_eq!(ok.run.tune, Some(TuneMode::Factor));
     assert_eq!(
         ok.run.control,
@@ -265,7 +266,9 @@ fn tune_and_control_flags_parse() {
         ok.run.control,
         Some(ControlAddr::Tcp("127.0.0.1:7070".parse().unwrap()))
     );
-    assert!(Cli::try_parse_from(["app", "--tune", "sometimes"]).is_err());
+    assert!(Cli::try_parse_from(["app", "--tuning", "sometimes"]).is_err());
+    // `mpirun` takes `--tune FILE` for itself wherever it appears, so the flag is not `--tune`.
+    assert!(Cli::try_parse_from(["app", "--tune", "off"]).is_err());
     assert!(Cli::try_parse_from(["app", "--control", "192.168.1.2:80"]).is_err());
 }
 
@@ -373,6 +376,29 @@ fn the_objective_flag_overrides_the_file() {
 }
 
 #[test]
+fn negative_numbers_get_the_rule_not_an_unexpected_argument() {
+    #[derive(clap::Parser, Debug)]
+    struct Cli {
+        #[command(flatten)]
+        run: RunArgs,
+    }
+    use clap::Parser;
+    for (flag, rule) in [
+        ("--workers", "must be at least 1"),
+        ("--max-workers", "must be at least 1"),
+        ("--min-chunk", "must be at least 1"),
+        ("--prefetch", "must be 0 to"),
+        ("--factor", "must be in (0, 1]"),
+    ] {
+        let error = Cli::try_parse_from(["app", flag, "-1"])
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains(rule), "{flag}: {error}");
+        assert!(!error.contains("unexpected argument"), "{flag}: {error}");
+    }
+}
+
+#[test]
 fn absurd_sizes_are_refused_with_their_limit_on_the_command_line_and_in_the_file() {
     #[derive(clap::Parser, Debug)]
     struct Cli {
@@ -431,38 +457,4 @@ fn absurd_sizes_are_refused_with_their_limit_on_the_command_line_and_in_the_file
         ..RunArgs::default()
     };
     RunConfig::merge_file(&ConfigFile::default(), &at_limits).unwrap();
-}
-
-#[test]
-fn a_control_address_that_looks_like_host_port_but_is_not_one_is_refused() {
-    #[derive(clap::Parser, Debug)]
-    struct Cli {
-        #[command(flatten)]
-        run: RunArgs,
-    }
-    use clap::Parser;
-    for bad in ["127.0.0.1:70000", "localhost:99999", "[::1]:65536"] {
-        let e = Cli::try_parse_from(["app", "--control", bad])
-            .unwrap_err()
-            .to_string();
-        assert!(
-            e.contains("is not a valid TCP address: port") && e.contains("is past 65535"),
-            "{bad}: {e}"
-        );
-        assert!(e.contains("\nhelp: give 127.0.0.1:PORT"), "{bad}: {e}");
-        let file = ConfigFile::parse(&format!("[tuning]\ncontrol = \"{bad}\"\n")).unwrap();
-        let e = RunConfig::merge_file(&file, &RunArgs::default())
-            .unwrap_err()
-            .to_string();
-        assert!(
-            e.contains("not a valid TCP address") && e.contains("help: "),
-            "{e}"
-        );
-    }
-    // A socket in this directory whose name has a colon: say so with `./`.
-    let ok = Cli::try_parse_from(["app", "--control", "./run:1"]).unwrap();
-    assert_eq!(
-        ok.run.control,
-        Some(ControlAddr::Unix(std::path::PathBuf::from("./run:1")))
-    );
 }

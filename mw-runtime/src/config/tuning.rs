@@ -1,4 +1,4 @@
-//! The `[tuning]` table of `Mw.toml` and the `--tune` / `--control` flags.
+//! The `[tuning]` table of `Mw.toml` and the `--tuning` / `--control` flags.
 
 use std::fmt;
 
@@ -7,10 +7,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 
-/// Which tunables the in-process tuner may change (`--tune`).
+/// Which tunables the in-process tuner may change (`--tuning`).
 ///
 /// The default is `on`: a program tunes itself unless told not to. Runs that need fixed settings
-/// (reproducing a measurement, comparing policies) say `--tune off`; `--workers` and `--factor`
+/// (reproducing a measurement, comparing policies) say `--tuning off`; `--workers` and `--factor`
 /// are then the values used throughout, otherwise they are where tuning starts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, ValueEnum)]
 #[serde(rename_all = "lowercase")]
@@ -124,7 +124,7 @@ impl TuningConfig {
         }
     }
 
-    /// Merges a `[tuning]` table and the `--tune` and `--objective` flags over the defaults.
+    /// Merges a `[tuning]` table and the `--tuning` and `--objective` flags over the defaults.
     pub(crate) fn merge(
         file: &TuningSection,
         tune: Option<TuneMode>,

@@ -9,6 +9,8 @@ use syn::punctuated::Punctuated;
 use syn::spanned::Spanned;
 use syn::{Attribute, Item, Meta, Token};
 
+use super::checks::{self, Def as Checked};
+use super::layout;
 use super::snippet::Source;
 use super::types::{self, Fields, Scope, Shape, Ty};
 use crate::CliError;
@@ -121,7 +123,8 @@ impl Messages {
                     attrs: Vec::new(),
                     items: vec![item.clone()],
                 };
-                prettyplease::unparse(&file).trim_end().to_owned()
+                let text = prettyplease::unparse(&file);
+                layout::item(text.trim_end())
             })
             .collect();
         items.join("\n\n")
@@ -174,7 +177,42 @@ pub(crate) fn read(input: Input<'_>) -> Result<Messages, CliError> {
 
     let defs = definitions(&files, &sources)?;
     let known: BTreeSet<String> = defs.iter().map(|d| d.name.clone()).collect();
+    let checked: Vec<Checked<'_>> = files
+        .iter()
+        .zip(&sources)
+        .flat_map(|((_, file), source)| {
+            file.items
+                .iter()
+                .filter(|item| item_name(item).is_some())
+                .map(move |item| Checked { item, source })
+        })
+        .collect();
+    for def in &checked {
+        checks::duplicate_members(def)?;
+        checks::attributes(def)?;
+    }
     let shapes = shapes(&files, &sources, &known)?;
+    checks::recursion(&checked, &known)?;
+    // What each type derives: the message derives, and the standard ones it asks for.
+    let derived: BTreeMap<String, BTreeSet<String>> = checked
+        .iter()
+        .filter_map(|def| {
+            let mut names = checks::derive_names(item_attrs(def.item));
+            names.extend(DERIVES.iter().map(|d| (*d).to_owned()));
+            Some((item_name(def.item)?, names))
+        })
+        .collect();
+    for def in &checked {
+        let Some(name) = item_name(def.item) else {
+            continue;
+        };
+        let scope = Scope {
+            known: &known,
+            self_name: &name,
+        };
+        checks::derives(def, scope, &derived)?;
+        checks::sizes(def, scope, &shapes)?;
+    }
     let [task, result, shared] = roles(&files, &sources, &known)?;
     let (Some(task), Some(result)) = (task, result) else {
         return Err(CliError::usage(
@@ -182,19 +220,55 @@ pub(crate) fn read(input: Input<'_>) -> Result<Messages, CliError> {
             "give both `--in` and `--out`",
         ));
     };
-
-    // Every role needs a value the generated hooks can build.
-    let copy_types: BTreeSet<String> = files
+    // Helper types nobody uses would make the project warn; a file with code of its own may
+    // use them there.
+    let only_types = files
         .iter()
         .flat_map(|(_, f)| &f.items)
-        .filter(|item| derives(item_attrs(item)).iter().any(|d| d == "Copy"))
-        .filter_map(item_name)
+        .all(|item| matches!(item, Item::Struct(_) | Item::Enum(_) | Item::Use(_)));
+    if only_types {
+        let roles: Vec<&str> = [Some(&task), Some(&result), shared.as_ref()]
+            .into_iter()
+            .flatten()
+            .map(String::as_str)
+            .collect();
+        checks::unused(&checked, &roles, &shapes)?;
+    }
+
+    // Every role needs a value the generated hooks can build.
+    let copy_types: BTreeSet<String> = derived
+        .iter()
+        .filter(|(_, names)| names.contains("Copy"))
+        .map(|(name, _)| name.clone())
         .collect();
     let values = types::Values::new(&shapes, &copy_types);
     for name in [Some(&task), Some(&result), shared.as_ref()]
         .into_iter()
         .flatten()
     {
+        if let Some(empty) = checks::empty_enum_needed(name, &shapes) {
+            let def = defs.iter().find(|d| d.name == empty);
+            let (source, span) = match def {
+                Some(def) => (&sources[def.source], def.span),
+                None => (&sources[0], Span::call_site()),
+            };
+            let through = if &empty == name {
+                String::new()
+            } else {
+                format!(", and a `{name}` needs one")
+            };
+            return Err(source.error(
+                span,
+                format!(
+                    "the enum `{empty}` has no variants, so no value of it can be built{through}"
+                ),
+                "no variants",
+                format!(
+                    "add a variant, e.g. `enum {empty} {{ Empty }}`: the generated hooks build \
+                     a value of the task, result and shared types"
+                ),
+            ));
+        }
         if !values.finite(name) {
             let def = defs.iter().find(|d| &d.name == name);
             let (source, span) = match def {
@@ -211,10 +285,11 @@ pub(crate) fn read(input: Input<'_>) -> Result<Messages, CliError> {
         }
     }
 
+    let recursive = checks::recursive_fields(&checked, &known);
     let items = files
-        .into_iter()
-        .flat_map(|(_, file)| file.items)
-        .filter_map(rewrite)
+        .iter()
+        .flat_map(|(_, file)| file.items.iter().cloned())
+        .filter_map(|item| rewrite(item, &recursive))
         .collect();
     Ok(Messages {
         items,
@@ -440,8 +515,53 @@ fn roles(
     Ok(roles)
 }
 
+/// Words an item may start with; another word where an item should start is a stray token
+/// (syn would read it as the start of a macro call and ask for `!`).
+const ITEM_WORDS: [&str; 16] = [
+    "struct",
+    "enum",
+    "union",
+    "pub",
+    "fn",
+    "const",
+    "static",
+    "use",
+    "impl",
+    "mod",
+    "type",
+    "trait",
+    "extern",
+    "unsafe",
+    "async",
+    "macro_rules",
+];
+
+/// A Rust file as `syn::parse_file` reads it, but a word that cannot start an item is reported
+/// as what it is.
+fn parse_items(input: syn::parse::ParseStream<'_>) -> syn::Result<syn::File> {
+    let attrs = input.call(Attribute::parse_inner)?;
+    let mut items = Vec::new();
+    while !input.is_empty() {
+        if let Some((word, rest)) = input.cursor().ident() {
+            let macro_call = rest.punct().is_some_and(|(p, _)| p.as_char() == '!');
+            if !macro_call && !ITEM_WORDS.iter().any(|w| word == w) {
+                return Err(syn::Error::new(
+                    word.span(),
+                    format!("expected `struct` or `enum`, found `{word}`"),
+                ));
+            }
+        }
+        items.push(input.parse()?);
+    }
+    Ok(syn::File {
+        shebang: None,
+        attrs,
+        items,
+    })
+}
+
 fn parse(source: &Source) -> Result<syn::File, CliError> {
-    syn::parse_file(source.text()).map_err(|error| {
+    syn::parse::Parser::parse_str(parse_items, source.text()).map_err(|error| {
         // The tokenizer's message for a delimiter that is never closed (or closed twice).
         let (reason, label) = match error.to_string() {
             lex if lex == "cannot parse string into token stream" => (
@@ -595,46 +715,51 @@ fn markers(attrs: &[Attribute], source: &Source) -> Result<Vec<(Role, Span)>, Cl
     Ok(found)
 }
 
-/// The names (last path segment) in a type's `#[derive(...)]` attributes.
-fn derives(attrs: &[Attribute]) -> Vec<String> {
-    derive_paths(attrs)
-        .iter()
-        .filter_map(|p| p.segments.last().map(|s| s.ident.to_string()))
-        .collect()
-}
-
-fn derive_paths(attrs: &[Attribute]) -> Vec<syn::Path> {
-    attrs
-        .iter()
-        .filter(|a| a.path().is_ident("derive"))
-        .filter_map(|a| {
-            a.parse_args_with(Punctuated::<syn::Path, Token![,]>::parse_terminated)
-                .ok()
-        })
-        .flatten()
-        .collect()
-}
-
 /// The item as `src/messages.rs` holds it: markers gone, the message derives added, the type
 /// and its fields public. `use` items that import the runtime are dropped (the file imports
 /// `Message` itself).
-fn rewrite(item: Item) -> Option<Item> {
+fn rewrite(item: Item, recursive: &BTreeSet<String>) -> Option<Item> {
     match item {
         Item::Struct(mut s) => {
             s.attrs = message_attrs(&s.attrs);
             s.vis = public(s.vis);
-            for field in s.fields.iter_mut() {
+            let owner = s.ident.to_string();
+            for (i, field) in s.fields.iter_mut().enumerate() {
                 field.vis = public(field.vis.clone());
+                mark_recursive(field, &owner, i, recursive);
             }
             Some(Item::Struct(s))
         }
         Item::Enum(mut e) => {
             e.attrs = message_attrs(&e.attrs);
             e.vis = public(e.vis);
+            for variant in e.variants.iter_mut() {
+                let owner = format!("{}::{}", e.ident, variant.ident);
+                for (i, field) in variant.fields.iter_mut().enumerate() {
+                    mark_recursive(field, &owner, i, recursive);
+                }
+            }
             Some(Item::Enum(e))
         }
         Item::Use(u) if imports_runtime(&u.tree) => None,
         other => Some(other),
+    }
+}
+
+/// Adds `#[mw(recursive)]` to a field whose type leads back to its owner through another type
+/// (see [`checks::recursive_fields`]), unless the user wrote it.
+fn mark_recursive(field: &mut syn::Field, owner: &str, index: usize, recursive: &BTreeSet<String>) {
+    let member = field
+        .ident
+        .as_ref()
+        .map_or(index.to_string(), ToString::to_string);
+    let marked = field.attrs.iter().any(|a| {
+        a.path().is_ident("mw")
+            && a.parse_args_with(Punctuated::<Meta, Token![,]>::parse_terminated)
+                .is_ok_and(|metas| metas.iter().any(|m| m.path().is_ident("recursive")))
+    });
+    if recursive.contains(&format!("{owner}.{member}")) && !marked {
+        field.attrs.push(syn::parse_quote!(#[mw(recursive)]));
     }
 }
 
@@ -661,7 +786,7 @@ fn message_attrs(attrs: &[Attribute]) -> Vec<Attribute> {
         .iter()
         .map(|d| syn::Path::from(syn::Ident::new(d, Span::call_site())))
         .collect();
-    for path in derive_paths(attrs) {
+    for path in checks::derive_paths(attrs) {
         let last = path.segments.last().map(|s| s.ident.to_string());
         if !last.is_some_and(|l| DERIVES.contains(&l.as_str())) {
             derives.push(path);
@@ -783,6 +908,37 @@ mod tests {
         let text = prettyplease::unparse(&file);
         assert!(!text.contains("task"), "{text}");
         assert!(text.contains("#[mw(crate = \"mw\")]"), "{text}");
+    }
+
+    #[test]
+    fn long_struct_variants_go_one_field_per_line() {
+        let messages = defs(
+            "enum T { A { id: u64, long_field_name: String, pair: (u8, u16) }, B { x: u8 } }",
+            "struct R;",
+        )
+        .unwrap();
+        let text = messages.text();
+        assert!(
+            text.contains(
+                "    A {\n        id: u64,\n        long_field_name: String,\n        \
+                 pair: (u8, u16),\n    },\n    B {\n        x: u8,\n    },"
+            ),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn recursion_through_another_type_is_marked_for_the_derive() {
+        let messages = defs(
+            "enum A { B(Box<B>), Me(Box<A>), End } enum B { A(Box<A>), End }",
+            "struct R;",
+        )
+        .unwrap();
+        let text = messages.text();
+        assert!(text.contains("    B(#[mw(recursive)] Box<B>),"), "{text}");
+        assert!(text.contains("    A(#[mw(recursive)] Box<A>),"), "{text}");
+        // Direct recursion the derive sees by itself.
+        assert!(text.contains("    Me(Box<A>),"), "{text}");
     }
 
     #[test]

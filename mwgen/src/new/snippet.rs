@@ -143,7 +143,9 @@ impl Source {
     fn range(&self, span: Span) -> (LineColumn, LineColumn) {
         let start = span.start();
         let end = span.end();
-        if start.line == 0 {
+        // An empty span at the very start is syn's call site: the end of the input.
+        let call_site = start == end && start.line <= 1 && start.column == 0;
+        if start.line == 0 || call_site {
             let last = self.end();
             return (last, last);
         }

@@ -230,7 +230,7 @@ pub(crate) enum Fields {
 }
 
 impl Fields {
-    fn types(&self) -> Vec<&Ty> {
+    pub(crate) fn types(&self) -> Vec<&Ty> {
         match self {
             Fields::Named(fields) => fields.iter().filter_map(|(_, t)| t.as_ref()).collect(),
             Fields::Unnamed(fields) => fields.iter().filter_map(Option::as_ref).collect(),

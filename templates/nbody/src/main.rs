@@ -73,12 +73,18 @@ fn rayon_threads(run: &mw::RunConfig) -> usize {
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, usize::from))
 }
 
-fn simulate_rayon(initial: Vec<Body>, steps: usize, threads: usize) -> mw::Result<Vec<Body>> {
+/// The rayon run, timed once its threads are up (as the runtime's time leaves out starting its
+/// workers).
+fn simulate_rayon(
+    initial: Vec<Body>,
+    steps: usize,
+    threads: usize,
+) -> mw::Result<(Vec<Body>, Duration)> {
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
         .build()
         .map_err(|e| format!("cannot start {threads} rayon threads: {e}"))?;
-    Ok(pool.install(|| physics::simulate_rayon(initial, steps)))
+    Ok(pool.install(|| timed(|| physics::simulate_rayon(initial, steps))))
 }
 
 fn write_out(path: Option<&PathBuf>, bodies: &[Body]) -> mw::Result<()> {
@@ -87,6 +93,13 @@ fn write_out(path: Option<&PathBuf>, bodies: &[Body]) -> mw::Result<()> {
             .map_err(|e| format!("cannot write `{}`: {e}", path.display()))?;
     }
     Ok(())
+}
+
+/// The runs the Master/Worker result is checked against, with their times.
+#[derive(Default)]
+struct References {
+    sequential: Option<(Vec<Body>, Duration)>,
+    rayon: Option<mw::Result<(Vec<Body>, Duration)>>,
 }
 
 fn main() -> mw::Result<()> {
@@ -100,75 +113,106 @@ fn main() -> mw::Result<()> {
     }
     let initial = physics::initial_bodies(cli.bodies as usize, cli.seed);
     let what = format!("{} bodies, {} steps", cli.bodies, cli.steps);
-
-    let sequential = matches!(cli.mode, Mode::Seq | Mode::Both | Mode::All)
-        .then(|| timed(|| physics::simulate(initial.clone(), cli.steps)));
-    if let (Mode::Seq, Some((bodies, elapsed))) = (cli.mode, &sequential) {
-        write_out(cli.out.as_ref(), bodies)?;
-        eprintln!("sequential: {what} in {:.1} ms", ms(*elapsed));
-        return Ok(());
-    }
-
     let threads = rayon_threads(&config);
-    let rayon = match cli.mode {
-        Mode::Rayon | Mode::All => {
-            let (bodies, elapsed) = timed(|| simulate_rayon(initial.clone(), cli.steps, threads));
-            Some((bodies?, elapsed))
+
+    match cli.mode {
+        Mode::Seq => {
+            let (bodies, elapsed) = timed(|| physics::simulate(initial, cli.steps));
+            write_out(cli.out.as_ref(), &bodies)?;
+            eprintln!("sequential: {what} in {:.1} ms", ms(elapsed));
+            return Ok(());
         }
-        _ => None,
-    };
-    if let (Mode::Rayon, Some((bodies, elapsed))) = (cli.mode, &rayon) {
-        write_out(cli.out.as_ref(), bodies)?;
-        eprintln!(
-            "rayon: {what} in {:.1} ms on {threads} threads",
-            ms(*elapsed)
-        );
-        return Ok(());
+        Mode::Rayon => {
+            let (bodies, elapsed) = simulate_rayon(initial, cli.steps, threads)?;
+            write_out(cli.out.as_ref(), &bodies)?;
+            eprintln!(
+                "rayon: {what} in {:.1} ms on {threads} threads",
+                ms(elapsed)
+            );
+            return Ok(());
+        }
+        Mode::Mw | Mode::Both | Mode::All => {}
     }
 
-    let master = NBody::new(
-        initial,
-        cli.steps,
-        cli.task_bodies as usize,
-        cli.out.clone(),
-    );
-    let result = master.result.clone();
-    let (report, elapsed) = timed(|| mw::run_with(&cli.run, || master, NBodyWorker::default));
+    // The reference runs happen where the master is built: on the master's process only (MPI
+    // rank 0), with the workers already started and waiting for their first task, so they do
+    // not compete with it for the cores.
+    let mut references = References::default();
+    let mut result = None;
+    let master = || {
+        if matches!(cli.mode, Mode::Both | Mode::All) {
+            references.sequential = Some(timed(|| physics::simulate(initial.clone(), cli.steps)));
+        }
+        if cli.mode == Mode::All {
+            references.rayon = Some(simulate_rayon(initial.clone(), cli.steps, threads));
+        }
+        let nbody = NBody::new(
+            initial,
+            cli.steps,
+            cli.task_bodies as usize,
+            cli.out.clone(),
+        );
+        result = Some(nbody.result.clone());
+        nbody
+    };
+    let (report, wall) = timed(|| mw::run_with(&cli.run, master, NBodyWorker::default));
     let report = report?;
     let Some(metrics) = report.metrics() else {
         return Ok(()); // an MPI worker rank
     };
+    // The runtime's time (its summary line's): from the master's start to its `final_work`.
+    // The wall time adds starting and stopping the backend (under MPI, the MPI library).
+    let run = Duration::from_secs_f64(metrics.total_ms / 1e3);
+    let references_took = references
+        .sequential
+        .as_ref()
+        .map_or(Duration::ZERO, |r| r.1)
+        + match &references.rayon {
+            Some(Ok((_, elapsed))) => *elapsed,
+            _ => Duration::ZERO,
+        };
+    let backend = wall.saturating_sub(run + references_took);
     eprintln!(
-        "master/worker: {what} in {:.1} ms on {} workers",
-        ms(elapsed),
-        metrics.iterations.last().map_or(0, |i| i.workers)
+        "master/worker: {what} in {:.1} ms on {} workers (the runtime's time, as its summary \
+         line; {:.1} ms more to start and stop the {} backend)",
+        ms(run),
+        metrics.iterations.last().map_or(0, |i| i.workers),
+        ms(backend),
+        metrics.backend,
     );
-    let parallel = result.lock().map(|b| b.clone()).unwrap_or_default();
-    if let Some((bodies, seq_elapsed)) = &sequential {
+    let parallel = result
+        .and_then(|r| r.lock().map(|b| b.clone()).ok())
+        .unwrap_or_default();
+    if let Some((bodies, seq_elapsed)) = &references.sequential {
         if !physics::bit_identical(&parallel, bodies) {
             return Err("master/worker result differs from the sequential loop".into());
         }
         eprintln!(
-            "sequential: {:.1} ms; speedup {:.2}; results bit-identical",
+            "sequential: {:.1} ms, on the master's process before its run; speedup {:.2}; \
+             results bit-identical",
             ms(*seq_elapsed),
-            seq_elapsed.as_secs_f64() / elapsed.as_secs_f64()
+            seq_elapsed.as_secs_f64() / run.as_secs_f64()
         );
     }
-    if let Some((bodies, rayon_elapsed)) = &rayon {
-        if !physics::bit_identical(&parallel, bodies) {
+    if let Some(rayon) = references.rayon {
+        let (bodies, rayon_elapsed) = rayon?;
+        if !physics::bit_identical(&parallel, &bodies) {
             return Err("master/worker result differs from rayon's".into());
         }
-        let speedup = sequential.as_ref().map_or(String::new(), |(_, seq)| {
-            format!(
-                " (speedup {:.2})",
-                seq.as_secs_f64() / rayon_elapsed.as_secs_f64()
-            )
-        });
+        let speedup = references
+            .sequential
+            .as_ref()
+            .map_or(String::new(), |(_, seq)| {
+                format!(
+                    " (speedup {:.2})",
+                    seq.as_secs_f64() / rayon_elapsed.as_secs_f64()
+                )
+            });
         eprintln!(
             "rayon: {:.1} ms on {threads} threads{speedup}; master/worker runs at {:.2}× rayon's \
              speed; results bit-identical",
-            ms(*rayon_elapsed),
-            rayon_elapsed.as_secs_f64() / elapsed.as_secs_f64()
+            ms(rayon_elapsed),
+            rayon_elapsed.as_secs_f64() / run.as_secs_f64()
         );
     }
     Ok(())

@@ -93,6 +93,33 @@ fn both_mode_checks_and_reports_speedup() {
     );
 }
 
+/// The number before `unit` in the line that starts with `prefix`.
+fn number_before(text: &str, prefix: &str, unit: &str) -> f64 {
+    let line = text
+        .lines()
+        .find(|l| l.starts_with(prefix) && l.contains(unit))
+        .unwrap();
+    let before = &line[..line.find(unit).unwrap()];
+    before.rsplit(' ').next().unwrap().parse().unwrap()
+}
+
+#[test]
+fn master_worker_time_is_the_summary_time() {
+    let assert = Command::cargo_bin("gravity")
+        .unwrap()
+        .args(["--bodies", "64", "--steps", "3", "--mode", "both"])
+        .args(["--workers", "2", "--backend", "local"])
+        .assert()
+        .success();
+    let stderr = String::from_utf8(assert.get_output().stderr.clone()).unwrap();
+    // `mw: gravity finished in 12 ms: ...` (whole ms below a second) and
+    // `master/worker: ... in 12.3 ms on 2 workers (the runtime's time, ...`.
+    let summary = number_before(&stderr, "mw: gravity finished in ", " ms:");
+    let ours = number_before(&stderr, "master/worker: ", " ms on ");
+    assert!((summary - ours).abs() <= 0.5, "{stderr}");
+    assert!(stderr.contains("the runtime's time"), "{stderr}");
+}
+
 #[test]
 fn all_mode_compares_with_rayon() {
     let assert = Command::cargo_bin("gravity")

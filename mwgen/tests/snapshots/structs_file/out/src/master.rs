@@ -45,6 +45,13 @@ impl Calc {
         self.recovered += 1;
     }
 
+    /// Called once every result of the iteration is in: `Flow::Stop` ends the run here (when
+    /// the computation has converged, say). As generated, the run goes on to its last
+    /// iteration.
+    fn end_iteration(&mut self, _iteration: &Iteration) -> Flow {
+        Flow::Continue
+    }
+
     /// Checks that every task came back, and shows the first result.
     fn final_work(&mut self) -> mw::Result<()> {
         let expected = self.tasks * self.iterations;

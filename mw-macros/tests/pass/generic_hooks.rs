@@ -32,7 +32,18 @@ where
     }
 }
 
-fn main() {
-    let args = RunArgs { workers: Some(2), backend: Some(BackendChoice::Local), ..RunArgs::default() };
-    mw::run_with(&args, || Mapper { items: vec![1.5f32, 2.5] }, || Picker::<f32>(PhantomData)).unwrap();
+pub fn run() {
+    let args = RunArgs {
+        workers: Some(2),
+        backend: Some(BackendChoice::Local),
+        ..RunArgs::default()
+    };
+    mw::run_with(
+        &args,
+        || Mapper {
+            items: vec![1.5f32, 2.5],
+        },
+        || Picker::<f32>(PhantomData),
+    )
+    .unwrap();
 }

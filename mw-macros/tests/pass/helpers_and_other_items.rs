@@ -42,9 +42,13 @@ impl Walker {
     fn work(&self) {}
 }
 
-fn main() {
+pub fn run() {
     let fire = Fire::new();
     assert_eq!(fire.partitions(), 3);
-    let args = RunArgs { workers: Some(1), backend: Some(BackendChoice::Local), ..RunArgs::default() };
+    let args = RunArgs {
+        workers: Some(1),
+        backend: Some(BackendChoice::Local),
+        ..RunArgs::default()
+    };
     mw::run_with(&args, Fire::new, Walker::default).unwrap();
 }
