@@ -387,7 +387,8 @@ fn negative_numbers_get_the_rule_not_an_unexpected_argument() {
         ("--workers", "must be at least 1"),
         ("--max-workers", "must be at least 1"),
         ("--min-chunk", "must be at least 1"),
-        ("--prefetch", "must be 0 to"),
+        ("--prefetch", "must be 0 or more"),
+        ("--trace-limit", "must be 0 or more"),
         ("--factor", "must be in (0, 1]"),
     ] {
         let error = Cli::try_parse_from(["app", flag, "-1"])
