@@ -991,6 +991,7 @@ fn describe<T, R>(message: &FromWorker<T, R>) -> &'static str {
         FromWorker::Done(_) => "results",
         FromWorker::Failed(_) => "failure",
         FromWorker::Finished { .. } => "finished",
+        FromWorker::Lost { .. } => "lost",
     }
 }
 

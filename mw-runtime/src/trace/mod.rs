@@ -272,7 +272,7 @@ impl Trace {
                     message: failed.message.clone(),
                 });
             }
-            FromWorker::Ready { .. } | FromWorker::Finished { .. } => {
+            FromWorker::Ready { .. } | FromWorker::Finished { .. } | FromWorker::Lost { .. } => {
                 r.push(Kind::Receive(Answer::Other), worker, 0, 0, start);
             }
         }

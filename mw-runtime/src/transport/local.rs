@@ -11,7 +11,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crossbeam_channel::{Receiver, Sender, TryRecvError, bounded, unbounded};
+use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, TryRecvError, bounded, unbounded};
 
 use super::wire::{Sleeper, Wire};
 use super::{FromWorker, MasterLink, ToWorker, WorkerLink};
@@ -42,6 +42,9 @@ pub(crate) struct LocalMaster<T, S, R> {
     network: Option<Arc<Network>>,
     sync: bool,
     sleeper: Sleeper,
+    /// Workers the master gave up on.
+    #[allow(dead_code)] // Read by the engine's fault handling.
+    forsaken: Vec<bool>,
 }
 
 /// A worker's end.
@@ -99,6 +102,7 @@ pub(crate) fn connect<T, S, R>(
             network,
             sync,
             sleeper: Sleeper::default(),
+            forsaken: vec![false; pool],
         },
         workers,
     )
@@ -146,6 +150,26 @@ impl<T: Message, S: Message, R: Message> MasterLink<T, S, R> for LocalMaster<T, 
         }
         Ok(message)
     }
+
+    fn recv_within(&mut self, timeout: Duration) -> Result<Option<(usize, FromWorker<T, R>)>> {
+        let (due, message) = match self.from_workers.recv_timeout(timeout) {
+            Ok(timed) => timed,
+            Err(RecvTimeoutError::Timeout) => return Ok(None),
+            Err(RecvTimeoutError::Disconnected) => {
+                return Err(Error::backend("every worker exited unexpectedly"));
+            }
+        };
+        if let Some(due) = due {
+            self.sleeper.until(due);
+        }
+        Ok(Some(message))
+    }
+
+    fn forsake(&mut self, worker: usize) {
+        if let Some(forsaken) = self.forsaken.get_mut(worker) {
+            *forsaken = true;
+        }
+    }
 }
 
 impl<T: Message, S: Message, R: Message> WorkerLink<T, S, R> for LocalWorker<T, S, R> {
@@ -188,6 +212,8 @@ fn from_worker_len<T: Message, R: Message>(message: &FromWorker<T, R>) -> usize 
         }
         FromWorker::Done(done) => done.encoded_len(),
         FromWorker::Failed(failed) => 16 + failed.tasks.encoded_len() + failed.message.len(),
+        // Made by the transport: never on the wire.
+        FromWorker::Lost { .. } => 0,
     }
 }
 

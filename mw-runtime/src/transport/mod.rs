@@ -11,6 +11,7 @@ mod wire;
 
 use crate::clock::Instant;
 use std::sync::Arc;
+use std::time::Duration;
 
 use crate::codec::{DecodeError, Message, Reader};
 use crate::error::Result;
@@ -40,6 +41,10 @@ pub(crate) enum FromWorker<T, R> {
     Failed(Failed<T>),
     /// `final_work` finished (with the error message if it failed).
     Finished { error: Option<String> },
+    /// Made by the transport, never sent by a worker: the worker is gone (its process died, or
+    /// its thread ended without finishing); `why` says what was seen. Nothing more comes from it.
+    #[allow(dead_code)] // The engine's fault handling reads it.
+    Lost { why: String },
 }
 
 /// Consecutive tasks `first..first + tasks.len()` of the current iteration.
@@ -99,6 +104,13 @@ pub(crate) trait MasterLink<T, S, R> {
     }
     /// The next message from any worker, with the worker's number.
     fn recv(&mut self) -> Result<(usize, FromWorker<T, R>)>;
+    /// Like [`recv`](Self::recv), but gives up after `timeout`: `Ok(None)` when nothing came.
+    #[allow(dead_code)] // The engine's fault handling calls it.
+    fn recv_within(&mut self, timeout: Duration) -> Result<Option<(usize, FromWorker<T, R>)>>;
+    /// The master gives up on `worker` (lost, or silent for too long): nothing is sent to it or
+    /// waited for from it again, not at shutdown either, and what it may still send is dropped.
+    #[allow(dead_code)] // The engine's fault handling calls it.
+    fn forsake(&mut self, worker: usize);
 }
 
 /// A worker's side of a backend.
