@@ -52,7 +52,8 @@ mod tests {
 
     #[test]
     fn a_body_just_over_the_mpi_limit_goes_in_three_parts() {
-        let len = i32::MAX as usize + 1;
+        // 2 GiB and one byte: two full parts and one byte.
+        let len = i32::MAX as usize + 2;
         let ranges: Vec<_> = parts(len, PART).collect();
         assert_eq!(ranges, vec![0..PART, PART..2 * PART, 2 * PART..len]);
         assert!(ranges.iter().all(|r| r.len() <= i32::MAX as usize));
