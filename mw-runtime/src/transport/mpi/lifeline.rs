@@ -23,9 +23,9 @@ const CONNECT: Duration = Duration::from_secs(2);
 /// Looks at the connections at most this often.
 const LOOK_EVERY: Duration = Duration::from_millis(10);
 
-/// Workers' ends, kept open until their process ends: closing one would tell the master the
-/// worker died. One per run; a process runs few.
-static KEPT: Mutex<Vec<TcpStream>> = Mutex::new(Vec::new());
+/// A worker's end, kept open until its process ends (closing it would tell the master the
+/// worker died), or until the next run replaces it.
+static KEPT: Mutex<Option<TcpStream>> = Mutex::new(None);
 
 /// The master's side: the listener, and each worker's connection once it said who it is.
 pub(super) struct Lifelines {
@@ -77,8 +77,11 @@ pub(super) fn connect(world: &SimpleCommunicator) -> Option<Lifelines> {
     let name = String::from_utf8_lossy(&name[..name.iter().position(|&b| b == 0).unwrap_or(NAME)]);
     // On the master's node, the loopback address always works.
     let host = if name == me { "127.0.0.1" } else { &name };
+    let mut kept = KEPT.lock().unwrap_or_else(|e| e.into_inner());
+    // The last run's master is done with it.
+    *kept = None;
     match reach(host, port, world.rank() as u32) {
-        Ok(stream) => KEPT.lock().unwrap_or_else(|e| e.into_inner()).push(stream),
+        Ok(stream) => *kept = Some(stream),
         Err(e) => eprintln!(
             "warning: worker rank {} cannot reach the master at {host}:{port} ({e}); if it dies, \
              the master notices only by its silence",

@@ -435,9 +435,10 @@ impl<T, S, R> MpiMaster<T, S, R> {
     /// Sends one message: under the sync protocol, returns once the worker has it (or is found
     /// dead); else posts it and returns at once. `Stop` is always posted: after a failed
     /// iteration a worker may still be handing back an answer, under sync waiting for the master
-    /// to take it, which the master does only once its `Stop`s are out.
+    /// to take it, which the master does only once its `Stop`s are out. `Kill` too: the worker
+    /// asked to end another may be busy with a chunk.
     fn post(&mut self, rank: Rank, tag: Tag, bytes: Outgoing) {
-        let synchronous = self.protocol == Protocol::Sync && tag != STOP;
+        let synchronous = self.protocol == Protocol::Sync && tag != STOP && tag != KILL;
         let comms = &self.end.comms;
         let len = bytes.bytes().len();
         if len <= INLINE {
