@@ -7,6 +7,9 @@
 //! rank neither fails nor completes, over shared memory or TCP alike, even with the
 //! communicator's errors returned (`orte_enable_recovery` only keeps the job alive). A stopped
 //! rank (SIGSTOP) keeps its connection open: the engine's liveness timeout covers it.
+//!
+//! The same connection tells a waiting worker that the master died, so that it leaves instead
+//! of waiting forever.
 
 use std::io::{self, Read, Write};
 use std::net::{Ipv4Addr, TcpListener, TcpStream, ToSocketAddrs};
@@ -91,6 +94,21 @@ pub(super) fn connect(world: &SimpleCommunicator) -> Option<Lifelines> {
     None
 }
 
+/// On a worker: whether the master's process ended (its end of the connection closed). A master
+/// closes it only once the run is over for this worker, or when it dies.
+pub(super) fn master_gone() -> bool {
+    let mut kept = KEPT.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(stream) = kept.as_mut() else {
+        return false;
+    };
+    let mut byte = [0u8; 1];
+    match stream.read(&mut byte) {
+        Ok(0) => true,
+        Ok(_) => false,
+        Err(e) => e.kind() != io::ErrorKind::WouldBlock,
+    }
+}
+
 /// Connects to the master and says which rank this is.
 fn reach(host: &str, port: u16, rank: u32) -> io::Result<TcpStream> {
     let mut last = io::Error::new(io::ErrorKind::NotFound, "no address for the master's node");
@@ -98,6 +116,7 @@ fn reach(host: &str, port: u16, rank: u32) -> io::Result<TcpStream> {
         match TcpStream::connect_timeout(&address, CONNECT) {
             Ok(mut stream) => {
                 stream.write_all(&rank.to_le_bytes())?;
+                stream.set_nonblocking(true)?;
                 return Ok(stream);
             }
             Err(e) => last = e,

@@ -39,7 +39,6 @@ use std::time::{Duration, Instant};
 
 use mpi::Tag;
 use mpi::datatype::Equivalence;
-use mpi::point_to_point::Destination;
 use mpi::topology::{Communicator, Rank, SimpleCommunicator};
 
 use self::backoff::{Backoff, CHECK_EVERY};
@@ -183,30 +182,34 @@ fn receive(
     Ok(Some((rank, tag, Body::Bulk(body))))
 }
 
-/// Sends `bytes` to `rank` now: synchronously (returning once the receiver has it) or as a
-/// standard send (returning once the buffer is free again); a long message as its announcement
-/// and its parts.
-fn send_now(comms: &Comms, rank: Rank, tag: Tag, bytes: &[u8], synchronous: bool) {
-    let send = |comm: &SimpleCommunicator, tag, bytes: &[u8]| {
-        let to = comm.process_at_rank(rank);
-        if synchronous {
-            to.synchronous_send_with_tag(bytes, tag);
-        } else {
-            to.send_with_tag(bytes, tag);
-        }
-    };
-    if bytes.len() <= INLINE {
-        send(&comms.inline, tag, bytes);
+/// Posts `bytes` to `rank`: whole, or their announcement (written into `header`) and their
+/// parts; `synchronous` sends complete only once the receiver has them.
+fn post_message(
+    comms: &Comms,
+    rank: Rank,
+    tag: Tag,
+    bytes: Outgoing,
+    synchronous: bool,
+    mut header: Vec<u8>,
+    posted: &mut impl Extend<Posted>,
+) {
+    let len = bytes.bytes().len();
+    if len <= INLINE {
+        let whole = Posted::send(&comms.inline, rank, tag, bytes, 0..len, synchronous);
+        posted.extend([whole]);
         return;
     }
-    send(
-        &comms.inline,
-        tag | FOLLOWS,
-        &parts::announcement(bytes.len()),
-    );
-    for range in parts::parts(bytes.len(), PART) {
-        send(&comms.bulk, tag, &bytes[range]);
-    }
+    header.clear();
+    header.extend_from_slice(&parts::announcement(len));
+    let header = Outgoing::Own(header);
+    let tag_follows = tag | FOLLOWS;
+    let header = Posted::send(&comms.inline, rank, tag_follows, header, 0..8, synchronous);
+    posted.extend([header]);
+    let body = bytes.into_shared();
+    posted.extend(parts::parts(len, PART).map(|range| {
+        let part = Outgoing::Shared(Arc::clone(&body));
+        Posted::send(&comms.bulk, rank, tag, part, range, synchronous)
+    }));
 }
 
 fn decode<T: Message>(bytes: &[u8]) -> std::result::Result<T, DecodeError> {
@@ -351,25 +354,17 @@ impl<T, S, R> MpiMaster<T, S, R> {
     /// asked to end another may be busy with a chunk.
     fn post(&mut self, rank: Rank, tag: Tag, bytes: Outgoing) {
         let synchronous = self.protocol == Protocol::Sync && tag != STOP && tag != KILL;
+        let header = self.spare.pop().unwrap_or_default();
         let comms = &self.end.comms;
-        let len = bytes.bytes().len();
-        if len <= INLINE {
-            let posted = Posted::send(&comms.inline, rank, tag, bytes, 0..len, synchronous);
-            self.posted.push_back(posted);
-        } else {
-            let mut header = self.spare.pop().unwrap_or_default();
-            header.extend_from_slice(&parts::announcement(len));
-            let header = Outgoing::Own(header);
-            let tag_follows = tag | FOLLOWS;
-            let header = Posted::send(&comms.inline, rank, tag_follows, header, 0..8, synchronous);
-            self.posted.push_back(header);
-            let body = bytes.into_shared();
-            for range in parts::parts(len, PART) {
-                let part = Outgoing::Shared(Arc::clone(&body));
-                let part = Posted::send(&comms.bulk, rank, tag, part, range, synchronous);
-                self.posted.push_back(part);
-            }
-        }
+        post_message(
+            comms,
+            rank,
+            tag,
+            bytes,
+            synchronous,
+            header,
+            &mut self.posted,
+        );
         if synchronous {
             self.settle(rank);
         }
@@ -718,50 +713,58 @@ impl<T, R> MpiWorker<T, R> {
         }
     }
 
-    /// Encodes `message` and sends it to the master by the protocol.
-    fn send_encoded(&mut self, tag: Tag, message: &impl Message) {
+    /// Encodes `message` and sends it to the master by the protocol, waiting until the send is
+    /// complete; `Finished` synchronously, for at most [`LAST_WAIT`], so that a rank that leaves
+    /// without `MPI_Finalize` (after a loss) leaves no message behind. `false` when the master
+    /// is gone: its process ended, so the send would never complete.
+    fn send_encoded(&mut self, tag: Tag, message: &impl Message) -> bool {
         self.outbox.clear();
         message.encode(&mut self.outbox);
-        let synchronous = self.protocol == Protocol::Sync;
-        send_now(&self.end.comms, 0, tag, &self.outbox, synchronous);
-        if self.outbox.capacity() > INLINE {
-            self.outbox = Vec::new();
+        let synchronous = self.protocol == Protocol::Sync || tag == FINISHED;
+        let bytes = Outgoing::Own(std::mem::take(&mut self.outbox));
+        let mut sends = Vec::new();
+        post_message(
+            &self.end.comms,
+            0,
+            tag,
+            bytes,
+            synchronous,
+            Vec::new(),
+            &mut sends,
+        );
+        let bound = (tag == FINISHED).then_some(LAST_WAIT);
+        let started = Instant::now();
+        let mut looked = started;
+        let mut backoff = Backoff::new(Duration::from_millis(1), Duration::from_millis(1));
+        while !sends.iter_mut().all(Posted::test) {
+            backoff.wait();
+            let mut gone = false;
+            if backoff.sleeping() && looked.elapsed() >= MASTER_LOOK {
+                looked = Instant::now();
+                gone = lifeline::master_gone();
+            }
+            if gone || bound.is_some_and(|bound| started.elapsed() > bound) {
+                sends.into_iter().for_each(Posted::abandon);
+                if gone {
+                    self.leave_unfinalized = true;
+                }
+                return !gone;
+            }
         }
+        // The buffer of a message sent whole is kept for the next, unless it grew large.
+        if let (1, Some(whole)) = (sends.len(), sends.pop()) {
+            if let Outgoing::Own(bytes) = whole.finish() {
+                if bytes.capacity() <= INLINE {
+                    self.outbox = bytes;
+                }
+            }
+        }
+        true
     }
 }
 
-impl<T, R> MpiWorker<T, R> {
-    /// Sends `Finished` and waits until the master took it, for at most [`LAST_WAIT`]: a rank
-    /// that leaves without `MPI_Finalize` (after a loss) must not leave its last message
-    /// behind, nor wait for a master that is gone.
-    fn send_last(&mut self, error: &Option<String>) {
-        let mut bytes = Vec::new();
-        error.encode(&mut bytes);
-        if bytes.len() > INLINE {
-            self.send_encoded(FINISHED, error);
-            return;
-        }
-        let len = bytes.len();
-        let comms = &self.end.comms;
-        let mut last = Posted::send(
-            &comms.inline,
-            0,
-            FINISHED,
-            Outgoing::Own(bytes),
-            0..len,
-            true,
-        );
-        let started = Instant::now();
-        let mut backoff = Backoff::new(Duration::from_millis(1), Duration::from_millis(5));
-        while !last.test() {
-            if started.elapsed() > LAST_WAIT {
-                last.abandon();
-                return;
-            }
-            backoff.wait();
-        }
-    }
-}
+/// How often a waiting worker looks whether the master's process is still there.
+const MASTER_LOOK: Duration = Duration::from_millis(100);
 
 /// How long a worker waits for the master to take its `Finished`.
 const LAST_WAIT: Duration = Duration::from_secs(10);
@@ -778,15 +781,25 @@ impl<T: Message, S: Message, R: Message> WorkerLink<T, S, R> for MpiWorker<T, R>
                 // Parked: nothing is due, so sleep right away (up to 5 ms between tests).
                 Backoff::new(Duration::ZERO, Duration::from_millis(5))
             };
+            let mut looked = Instant::now();
+            let mut master_gone = false;
             let keep_waiting = |_| {
                 backoff.wait();
-                true
+                if backoff.sleeping() && looked.elapsed() >= MASTER_LOOK {
+                    looked = Instant::now();
+                    master_gone = lifeline::master_gone();
+                }
+                !master_gone
             };
+            let received = receive(&self.end.comms, &mut self.end.inbox, Some(0), keep_waiting);
+            if master_gone {
+                // Its process ended: `MPI_Finalize` would wait for it forever.
+                eprintln!("warning: the master is gone; this worker stops");
+                self.leave_unfinalized = true;
+                return None;
+            }
             // An MPI failure here means the master is gone.
-            let (_, tag, body) =
-                receive(&self.end.comms, &mut self.end.inbox, Some(0), keep_waiting)
-                    .ok()
-                    .flatten()?;
+            let (_, tag, body) = received.ok().flatten()?;
             let bytes = self.end.bytes(&body);
             let message = match tag {
                 STOP => {
@@ -802,8 +815,10 @@ impl<T: Message, S: Message, R: Message> WorkerLink<T, S, R> for MpiWorker<T, R>
                 CHUNK => decode::<Chunk<T>>(bytes).map(ToWorker::Chunk),
                 other => {
                     let reason = format!("unknown message tag {other} from the master");
-                    self.send_encoded(FATAL, &reason);
                     self.broken = true;
+                    if !self.send_encoded(FATAL, &reason) {
+                        return None;
+                    }
                     continue;
                 }
             };
@@ -819,9 +834,11 @@ impl<T: Message, S: Message, R: Message> WorkerLink<T, S, R> for MpiWorker<T, R>
                         "chunk"
                     };
                     let reason = format!("it could not decode a {what} from the master: {e}");
-                    self.send_encoded(FATAL, &reason);
                     self.broken = true;
                     self.expecting = false;
+                    if !self.send_encoded(FATAL, &reason) {
+                        return None;
+                    }
                 }
             }
         }
@@ -833,11 +850,10 @@ impl<T: Message, S: Message, R: Message> WorkerLink<T, S, R> for MpiWorker<T, R>
             FromWorker::Ready { error } => self.send_encoded(READY, error),
             FromWorker::Done(done) => self.send_encoded(DONE, done),
             FromWorker::Failed(failed) => self.send_encoded(FAILED, failed),
-            FromWorker::Finished { error } => self.send_last(error),
+            FromWorker::Finished { error } => self.send_encoded(FINISHED, error),
             // Made by the master's transport, never sent.
-            FromWorker::Lost { .. } => {}
+            FromWorker::Lost { .. } => true,
         }
-        true
     }
 }
 
