@@ -51,11 +51,9 @@ pub(super) fn connect(world: &SimpleCommunicator) -> Option<Lifelines> {
     let mut address = [0u8; 2 + NAME];
     let me = mpi::environment::processor_name().unwrap_or_default();
     if world.rank() == 0 {
-        let listener = TcpListener::bind((Ipv4Addr::UNSPECIFIED, 0))
-            .and_then(|l| l.set_nonblocking(true).map(|()| l))
-            .map_err(|e| eprintln!("warning: the master cannot watch for dead workers: {e}"))
-            .ok();
-        let port = listener
+        let lifelines = Lifelines::listen(Ipv4Addr::UNSPECIFIED, world.size() as usize - 1);
+        let port = lifelines
+            .listener
             .as_ref()
             .and_then(|l| l.local_addr().ok())
             .map_or(0, |a| a.port());
@@ -63,13 +61,7 @@ pub(super) fn connect(world: &SimpleCommunicator) -> Option<Lifelines> {
         let len = me.len().min(NAME);
         address[2..2 + len].copy_from_slice(&me.as_bytes()[..len]);
         root.broadcast_into(&mut address[..]);
-        let pool = world.size() as usize - 1;
-        return Some(Lifelines {
-            listener,
-            unnamed: Vec::new(),
-            named: (0..pool).map(|_| None).collect(),
-            looked: Instant::now(),
-        });
+        return Some(lifelines);
     }
     root.broadcast_into(&mut address[..]);
     let port = u16::from_le_bytes([address[0], address[1]]);
@@ -126,6 +118,20 @@ fn reach(host: &str, port: u16, rank: u32) -> io::Result<TcpStream> {
 }
 
 impl Lifelines {
+    /// Listens on `ip` (any port) for `pool` workers; without a listener when that fails.
+    fn listen(ip: Ipv4Addr, pool: usize) -> Self {
+        let listener = TcpListener::bind((ip, 0))
+            .and_then(|l| l.set_nonblocking(true).map(|()| l))
+            .map_err(|e| eprintln!("warning: the master cannot watch for dead workers: {e}"))
+            .ok();
+        Lifelines {
+            listener,
+            unnamed: Vec::new(),
+            named: (0..pool).map(|_| None).collect(),
+            looked: Instant::now(),
+        }
+    }
+
     /// Looks at the connections, at most every [`LOOK_EVERY`]: workers whose connection ended
     /// since the last look. `waiting(worker)` says whether a message of that worker waits to be
     /// received; such a worker is reported only once it has none.
@@ -193,5 +199,53 @@ impl Lifelines {
             }
             false
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    /// Looks again at once, not after [`LOOK_EVERY`].
+    fn look_now(lifelines: &mut Lifelines, waiting: bool) -> Ended {
+        lifelines.looked = Instant::now() - LOOK_EVERY;
+        lifelines.look(|_| waiting)
+    }
+
+    #[test]
+    fn a_closed_connection_is_a_worker_ended_once_its_messages_are_taken() {
+        let mut lifelines = Lifelines::listen(Ipv4Addr::LOCALHOST, 3);
+        let port = lifelines
+            .listener
+            .as_ref()
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        // Ranks 1 and 3: workers 0 and 2; worker 1 never connects.
+        let first = reach("127.0.0.1", port, 1).unwrap();
+        let third = reach("127.0.0.1", port, 3).unwrap();
+        std::thread::sleep(Duration::from_millis(50));
+        assert!(look_now(&mut lifelines, false).is_empty(), "both alive");
+
+        drop(third);
+        std::thread::sleep(Duration::from_millis(50));
+        assert!(
+            look_now(&mut lifelines, true).is_empty(),
+            "a message of its is still waiting"
+        );
+        let ended = look_now(&mut lifelines, false);
+        assert_eq!(ended.len(), 1);
+        assert_eq!(ended[0].0, 2);
+        assert!(ended[0].1.contains("ended"), "{}", ended[0].1);
+        assert!(look_now(&mut lifelines, false).is_empty(), "reported once");
+
+        // A worker that finished is no loss.
+        lifelines.release(0);
+        drop(first);
+        std::thread::sleep(Duration::from_millis(50));
+        assert!(look_now(&mut lifelines, false).is_empty());
     }
 }
