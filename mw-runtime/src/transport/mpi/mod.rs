@@ -23,7 +23,10 @@
 //! launched with `mpirun --mca orte_enable_recovery 1`: the communicators return errors instead
 //! of aborting, the master notices the death through the worker's [`lifeline`], reports the
 //! worker `Lost` once, and from then on drops what was sent to it or comes from it. A worker the
-//! engine gives up on (`forsake`) is treated the same way, without the report.
+//! engine gives up on (`forsake`) is treated the same way, without the report, and its process is
+//! ended ([`kill`]), since `MPI_Finalize` waits for every rank. After a loss no rank calls
+//! `MPI_Finalize` at all (see [`finalize`]). A worker whose master died notices it through its
+//! own end of the lifeline, and leaves.
 
 mod backoff;
 mod kill;
