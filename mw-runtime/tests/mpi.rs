@@ -10,9 +10,10 @@
 mod common;
 
 use common::{Checker, Scenario, Sleeper, config};
+use mw_runtime::codec::{DecodeErrorKind, Reader};
 use mw_runtime::mpi::topology::Communicator;
 use mw_runtime::prelude::*;
-use mw_runtime::{ErrorKind, PolicyName, RunConfig};
+use mw_runtime::{DecodeError, ErrorKind, PolicyName, RunConfig};
 
 /// Scenarios for a pool of `pool` workers, the same on every rank: every policy, protocol,
 /// with and without a panicking worker, under async also in small chunks with two sent ahead to
@@ -189,6 +190,61 @@ impl Master for Crashing {
     }
 }
 
+/// A task its worker cannot read back when it holds 13: decoding refuses it, naming the field.
+#[derive(Debug)]
+struct Fussy(u32);
+
+impl Message for Fussy {
+    const MIN_ENCODED_LEN: usize = 4;
+
+    fn encoded_len(&self) -> usize {
+        4
+    }
+
+    fn encode(&self, out: &mut Vec<u8>) {
+        self.0.encode(out);
+    }
+
+    fn decode(input: &mut Reader<'_>) -> Result<Self, DecodeError> {
+        match u32::decode(input).map_err(|e| e.in_field("Fussy", "value"))? {
+            13 => Err(DecodeError::new(DecodeErrorKind::OutOfRange(13), "u32", 0)
+                .in_field("Fussy", "value")),
+            value => Ok(Fussy(value)),
+        }
+    }
+}
+
+/// One iteration of 20 tasks, 13 among them.
+struct FussyMaster;
+
+impl Master for FussyMaster {
+    type Task = Fussy;
+    type Result = u32;
+    type Shared = ();
+
+    fn partition(&mut self, it: &Iteration) -> Work<(), Fussy> {
+        Work::tasks(if it.index == 0 {
+            (0..20).map(Fussy).collect()
+        } else {
+            Vec::new()
+        })
+    }
+
+    fn recover(&mut self, _: TaskId, _: u32) {}
+}
+
+struct FussyWorker;
+
+impl Worker for FussyWorker {
+    type Task = Fussy;
+    type Result = u32;
+    type Shared = ();
+
+    fn do_work(&mut self, _: &(), task: &Fussy) -> u32 {
+        task.0
+    }
+}
+
 fn main() {
     if std::env::var_os("OMPI_COMM_WORLD_SIZE").is_none() && std::env::var_os("PMI_SIZE").is_none()
     {
@@ -312,6 +368,30 @@ fn main() {
                 other => {
                     failed += 1;
                     println!("FAILED master-panic/{protocol}: {other:?}");
+                }
+            }
+        }
+    }
+
+    // A worker that cannot decode a chunk tells the master, which ends the run with an error
+    // naming the worker, the type and the field; the workers stop, so the next run starts.
+    for protocol in [Protocol::Sync, Protocol::Async] {
+        let config = RunConfig {
+            backend: BackendChoice::Mpi,
+            ..config(pool, PolicyName::Fsc, protocol, 0.5)
+        };
+        let outcome = mw_runtime::run_config(&config, || FussyMaster, || FussyWorker);
+        if rank == 0 {
+            match outcome {
+                Err(e)
+                    if e.to_string().contains("could not decode a chunk")
+                        && e.to_string().contains(".value` (byte 0)") =>
+                {
+                    passed += 1;
+                }
+                other => {
+                    failed += 1;
+                    println!("FAILED undecodable chunk/{protocol}: {other:?}");
                 }
             }
         }

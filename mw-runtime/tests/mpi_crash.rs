@@ -1,58 +1,143 @@
-//! A worker rank that dies outright (not a panic: the process ends) must end the run with an error,
-//! not leave the master waiting. Run it under MPI and expect a non-zero exit within seconds:
+//! A worker rank whose process dies (not a panic: `abort`, as after a segfault, an OOM kill or
+//! `kill -9`) mid-run. Run it under MPI, both ways:
 //!
+//!     cargo test -p mw-runtime --features mpi --test mpi_crash --no-run
 //!     mpirun -np 3 target/debug/deps/mpi_crash-<hash>
+//!     mpirun --mca orte_enable_recovery 1 -np 3 target/debug/deps/mpi_crash-<hash>
 //!
-//! Started without MPI, it says so and passes.
+//! Without recovery, mpirun ends the whole job with an error within about a second (what the
+//! first line must do: exit non-zero, and not hang). With it, the job goes on, the transport
+//! reports the worker lost, and the run ends with every result recovered exactly once.
+//! Started without MPI, each test says so and passes.
+#![allow(clippy::unwrap_used)]
 
-use mw_runtime::RunConfig;
 use mw_runtime::prelude::*;
+use mw_runtime::{Report, RunConfig};
 
-struct Many;
+const ITERATIONS: usize = 20;
+const TASKS: u32 = 100;
+/// Worker 0 dies on this task of this iteration.
+const DIES_AT: (usize, u32) = (5, 7);
 
-impl Master for Many {
-    type Task = u32;
-    type Result = u32;
-    type Shared = ();
-    fn partition(&mut self, it: &Iteration) -> Work<(), u32> {
-        Work::tasks(if it.index < 50 {
-            (0..100).collect()
-        } else {
-            Vec::new()
-        })
-    }
-    fn recover(&mut self, _: TaskId, _: u32) {}
+/// Counts every result it recovers, by iteration and task.
+struct Counting {
+    seen: Vec<Vec<u32>>,
 }
 
-struct Fragile(usize);
+impl Master for Counting {
+    type Task = u32;
+    type Result = u32;
+    type Shared = u32;
+
+    fn partition(&mut self, it: &Iteration) -> Work<u32, u32> {
+        if it.index == ITERATIONS {
+            return Work::new(0, Vec::new());
+        }
+        self.seen.push(vec![0; TASKS as usize]);
+        Work::new(it.index as u32, (0..TASKS).collect())
+    }
+
+    fn recover(&mut self, task: TaskId, result: u32) {
+        let iteration = self.seen.len() - 1;
+        if result == task.index() as u32 {
+            self.seen[iteration][task.index()] += 1;
+        }
+    }
+
+    fn final_work(&mut self) -> mw_runtime::Result<()> {
+        let wrong: Vec<String> = self
+            .seen
+            .iter()
+            .enumerate()
+            .flat_map(|(i, tasks)| {
+                tasks
+                    .iter()
+                    .enumerate()
+                    .filter(|&(_, &n)| n != 1)
+                    .map(move |(t, n)| format!("iteration {i} task {t}: {n} results"))
+            })
+            .collect();
+        if wrong.is_empty() {
+            Ok(())
+        } else {
+            Err(wrong.join("; ").into())
+        }
+    }
+}
+
+/// Dies, as a process, on `DIES_AT` when it is worker 0.
+struct Fragile {
+    index: usize,
+}
 
 impl Worker for Fragile {
     type Task = u32;
     type Result = u32;
-    type Shared = ();
+    type Shared = u32;
+
     fn initialize(&mut self, setup: &WorkerSetup) -> mw_runtime::Result<()> {
-        self.0 = setup.index();
+        self.index = setup.index();
         Ok(())
     }
-    fn do_work(&mut self, _: &(), task: &u32) -> u32 {
-        if self.0 == 0 && *task == 7 {
-            // Not a panic: the process is gone, as after a segfault or an OOM kill.
-            std::process::exit(3);
+
+    fn do_work(&mut self, iteration: &u32, task: &u32) -> u32 {
+        if self.index == 0 && (*iteration as usize, *task) == DIES_AT {
+            std::process::abort();
         }
         std::thread::sleep(std::time::Duration::from_micros(200));
         *task
     }
 }
 
-fn main() {
-    if std::env::var_os("OMPI_COMM_WORLD_SIZE").is_none() {
-        println!("mpi crash test skipped: launch it with mpirun");
-        return;
-    }
+/// Whether this process was started by mpirun, and whether mpirun keeps a job whose rank died.
+fn launch() -> Option<bool> {
+    std::env::var_os("OMPI_COMM_WORLD_SIZE")?;
+    let recovery = std::env::var("OMPI_MCA_orte_enable_recovery")
+        .is_ok_and(|v| matches!(v.trim(), "1" | "true" | "t" | "yes" | "y" | "enabled"));
+    Some(recovery)
+}
+
+fn run() -> mw_runtime::Result<Report> {
     let config = RunConfig {
         backend: BackendChoice::Mpi,
+        quiet: true,
         ..RunConfig::default()
     };
-    let outcome = mw_runtime::run_config(&config, || Many, || Fragile(usize::MAX));
-    println!("run ended: {:?}", outcome.map(|r| r.metrics().is_some()));
+    mw_runtime::run_config(
+        &config,
+        || Counting { seen: Vec::new() },
+        || Fragile { index: usize::MAX },
+    )
+}
+
+#[test]
+fn without_recovery_a_dead_rank_ends_the_job() {
+    if launch() != Some(false) {
+        eprintln!("skipped: launch it with `mpirun -np 3`, without recovery");
+        return;
+    }
+    let outcome = run();
+    // mpirun kills every rank about a second after one died, before the run can end.
+    panic!(
+        "the job went on after a rank died: {:?}",
+        outcome.map(|_| ())
+    );
+}
+
+#[test]
+fn with_recovery_every_result_arrives_once_after_a_rank_dies() {
+    if launch() != Some(true) {
+        eprintln!("skipped: launch it with `mpirun --mca orte_enable_recovery 1 -np 3`");
+        return;
+    }
+    let started = std::time::Instant::now();
+    let report = run().unwrap();
+    if let Some(metrics) = report.metrics() {
+        assert_eq!(metrics.iterations.len(), ITERATIONS);
+        eprintln!(
+            "{ITERATIONS} iterations of {TASKS} tasks, worker 0 dead in iteration {}: {:.0} ms",
+            DIES_AT.0,
+            started.elapsed().as_secs_f64() * 1e3
+        );
+    }
 }

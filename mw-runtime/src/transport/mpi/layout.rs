@@ -1,5 +1,6 @@
-//! Where the ranks run: every rank tells rank 0 its node's name and the cores it sees, once per
-//! run, so that the tuner knows which workers share a node's cores.
+//! Where the ranks run: every rank tells rank 0 its node's name, the cores it sees and its
+//! process id, once per run, so that the tuner knows which workers share a node's cores and the
+//! master can end a worker's process that it gave up on.
 
 use mpi::topology::{Communicator, SimpleCommunicator};
 use mpi::traits::Root;
@@ -8,18 +9,27 @@ use crate::tuning::Layout;
 
 /// Bytes of a node's name kept (MPI's own limit on most implementations).
 const NAME: usize = 256;
-/// A rank's report: the name, zero-padded, then its cores as a little-endian `u64`.
-const REPORT: usize = NAME + 8;
+/// A rank's report: the name, zero-padded, then its cores and its process id as little-endian
+/// `u64`s.
+const REPORT: usize = NAME + 16;
 
-/// Collective over `world`: on rank 0, the layout of ranks `1..size` (the workers); on the
-/// others, `None`.
-pub(crate) fn gather(world: &SimpleCommunicator) -> Option<Layout> {
+/// Where a worker's process runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Place {
+    pub node: String,
+    pub pid: u32,
+}
+
+/// Collective over `world`: on rank 0, the layout of ranks `1..size` (the workers) and where
+/// each runs; on the others, `None`.
+pub(super) fn gather(world: &SimpleCommunicator) -> Option<(Layout, Vec<Place>)> {
     let name = mpi::environment::processor_name().unwrap_or_default();
     let cores = std::thread::available_parallelism().map_or(1, usize::from);
     let mut mine = [0u8; REPORT];
     let len = name.len().min(NAME);
     mine[..len].copy_from_slice(&name.as_bytes()[..len]);
-    mine[NAME..].copy_from_slice(&(cores as u64).to_le_bytes());
+    mine[NAME..NAME + 8].copy_from_slice(&(cores as u64).to_le_bytes());
+    mine[NAME + 8..].copy_from_slice(&u64::from(std::process::id()).to_le_bytes());
     let root = world.process_at_rank(0);
     if world.rank() != 0 {
         root.gather_into(&mine[..]);
@@ -30,23 +40,35 @@ pub(crate) fn gather(world: &SimpleCommunicator) -> Option<Layout> {
     Some(parse(&all))
 }
 
-/// The workers' layout from the reports of all ranks, rank 0's first.
-fn parse(all: &[u8]) -> Layout {
-    let reports: Vec<(String, usize)> = all
+/// The workers' layout and places from the reports of all ranks, rank 0's first.
+fn parse(all: &[u8]) -> (Layout, Vec<Place>) {
+    let word = |bytes: &[u8]| {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(bytes);
+        u64::from_le_bytes(word)
+    };
+    let reports: Vec<(Place, usize)> = all
         .chunks_exact(REPORT)
         .skip(1)
         .map(|report| {
             let name = &report[..NAME];
             let end = name.iter().position(|&b| b == 0).unwrap_or(NAME);
-            let mut cores = [0u8; 8];
-            cores.copy_from_slice(&report[NAME..]);
-            (
-                String::from_utf8_lossy(&name[..end]).into_owned(),
-                u64::from_le_bytes(cores) as usize,
-            )
+            let place = Place {
+                node: String::from_utf8_lossy(&name[..end]).into_owned(),
+                pid: u32::try_from(word(&report[NAME + 8..])).unwrap_or(0),
+            };
+            (place, word(&report[NAME..NAME + 8]) as usize)
         })
         .collect();
-    Layout::from_workers(reports.iter().map(|(name, cores)| (name.as_str(), *cores)))
+    let layout = Layout::from_workers(
+        reports
+            .iter()
+            .map(|(place, cores)| (place.node.as_str(), *cores)),
+    );
+    (
+        layout,
+        reports.into_iter().map(|(place, _)| place).collect(),
+    )
 }
 
 #[cfg(test)]
@@ -56,7 +78,8 @@ mod tests {
     fn report(name: &str, cores: u64) -> Vec<u8> {
         let mut r = vec![0u8; REPORT];
         r[..name.len()].copy_from_slice(name.as_bytes());
-        r[NAME..].copy_from_slice(&cores.to_le_bytes());
+        r[NAME..NAME + 8].copy_from_slice(&cores.to_le_bytes());
+        r[NAME + 8..].copy_from_slice(&(100 + cores).to_le_bytes());
         r
     }
 
@@ -67,7 +90,9 @@ mod tests {
             .flat_map(|&(name, cores)| report(name, cores))
             .collect();
         // Rank 0 (the master) is left out: workers on n0, n1, n0.
-        let layout = parse(&all);
+        let (layout, places) = parse(&all);
+        let nodes: Vec<_> = places.iter().map(|p| (p.node.as_str(), p.pid)).collect();
+        assert_eq!(nodes, [("n0", 108), ("n1", 104), ("n0", 108)]);
         assert_eq!(layout.nodes(), 2);
         assert_eq!(layout.cores(), 12);
         assert_eq!(

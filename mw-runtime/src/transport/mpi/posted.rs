@@ -1,4 +1,6 @@
-//! Sends that finish in the background: `MPI_Isend` on bytes the send owns.
+//! Requests this backend owns: sends that finish in the background (`MPI_Isend`, `MPI_Issend`
+//! on bytes the send owns), receives that can be given up (`MPI_Irecv`, `MPI_Cancel`), and the
+//! communicator's error handler.
 //!
 //! rsmpi ties every nonblocking request to a lexical scope that ends only once the request is
 //! complete, so a send cannot outlive the call that posted it. The master needs exactly that: a
@@ -6,43 +8,70 @@
 //! takes it — while the master waited, the worker could be waiting to hand back a large answer
 //! (a rendezvous send needs its receive), and neither would move. So this module owns the
 //! request and the bytes together, and a send's bytes are released only once MPI says it is
-//! done with them. It is the crate's only `unsafe` code.
+//! done with them. A receive, likewise, must be given up when the master stops waiting (a
+//! timeout, a worker lost), which rsmpi cannot do without knowing whether the cancel won.
+//! It is the crate's only `unsafe` code.
 #![allow(unsafe_code)]
 
+use std::ops::Range;
 use std::os::raw::c_int;
 
 use mpi::Tag;
 use mpi::datatype::Equivalence;
 use mpi::ffi;
+use mpi::point_to_point::Status;
 use mpi::raw::AsRaw;
 use mpi::topology::{Rank, SimpleCommunicator};
 
 use super::Outgoing;
 
-/// One `MPI_Isend` in progress, holding the bytes it sends.
+/// Makes calls on `comm` return their errors instead of aborting the job, so that a peer that
+/// died cannot take this process with it.
+pub(super) fn errors_return(comm: &SimpleCommunicator) {
+    // SAFETY: `comm` is a live communicator of this process and the handler a predefined one.
+    unsafe {
+        ffi::MPI_Comm_set_errhandler(comm.as_raw(), ffi::RSMPI_ERRORS_RETURN);
+    }
+}
+
+/// One `MPI_Isend` (or `MPI_Issend`) in progress, holding the bytes it sends.
 pub(super) struct Posted {
     request: ffi::MPI_Request,
+    rank: Rank,
     /// Read by MPI until the request completes: never touched, moved out or freed before. The
     /// heap buffer behind it does not move when `Posted` does.
     bytes: Outgoing,
 }
 
 impl Posted {
-    /// Posts `bytes` to `rank` on `comm`.
+    /// Posts `bytes[range]` to `rank` on `comm`; `synchronous` completes only once the receiver
+    /// has it (`MPI_Issend`). A send MPI refuses is complete at once: its peer is gone.
     ///
     /// # Panics
-    /// When the message is longer than `i32::MAX` bytes (MPI counts in C ints); the engine's
-    /// messages are checked long before.
-    pub(super) fn send(comm: &SimpleCommunicator, rank: Rank, tag: Tag, bytes: Outgoing) -> Self {
-        let data = bytes.bytes();
-        let count = c_int::try_from(data.len()).expect("an MPI message holds at most 2 GiB");
-        // SAFETY: a null request until MPI_Isend fills it in.
+    /// When the range is longer than `i32::MAX` bytes (MPI counts in C ints): longer messages
+    /// are cut into parts before they are posted (see `parts`).
+    pub(super) fn send(
+        comm: &SimpleCommunicator,
+        rank: Rank,
+        tag: Tag,
+        bytes: Outgoing,
+        range: Range<usize>,
+        synchronous: bool,
+    ) -> Self {
+        let data = &bytes.bytes()[range];
+        let count = c_int::try_from(data.len()).expect("message parts are shorter than 2 GiB");
+        // SAFETY: a null request until MPI fills it in.
         let mut request = unsafe { ffi::RSMPI_REQUEST_NULL };
+        let post = if synchronous {
+            ffi::MPI_Issend
+        } else {
+            ffi::MPI_Isend
+        };
         // SAFETY: `data` points to `count` initialized bytes that stay where they are, unchanged,
         // until the request completes: `self.bytes` owns them and is only released by `test`
-        // (after completion), `finish` or `drop` (both wait for it first).
-        unsafe {
-            ffi::MPI_Isend(
+        // (after completion), `finish`, `drop` (both wait for it first) or never (`abandon`).
+        let code = unsafe {
+            post(
                 data.as_ptr().cast(),
                 count,
                 u8::equivalent_datatype().as_raw(),
@@ -50,9 +79,22 @@ impl Posted {
                 tag,
                 comm.as_raw(),
                 &mut request,
-            );
+            )
+        };
+        if code != 0 {
+            // SAFETY: as above; nothing was posted.
+            request = unsafe { ffi::RSMPI_REQUEST_NULL };
         }
-        Posted { request, bytes }
+        Posted {
+            request,
+            rank,
+            bytes,
+        }
+    }
+
+    /// The rank the bytes go to.
+    pub(super) fn rank(&self) -> Rank {
+        self.rank
     }
 
     /// Whether the send is complete (the bytes are MPI's no longer).
@@ -63,8 +105,12 @@ impl Posted {
         let mut done: c_int = 0;
         // SAFETY: `request` is a live request of this process (or null, which MPI_Test accepts);
         // MPI sets it to null when it completes.
-        unsafe {
-            ffi::MPI_Test(&mut self.request, &mut done, ffi::RSMPI_STATUS_IGNORE);
+        let code = unsafe { ffi::MPI_Test(&mut self.request, &mut done, ffi::RSMPI_STATUS_IGNORE) };
+        if code != 0 {
+            // The send failed, so MPI is done with it: forget the request.
+            // SAFETY: reads a constant MPI handle.
+            self.request = unsafe { ffi::RSMPI_REQUEST_NULL };
+            return true;
         }
         done != 0
     }
@@ -73,6 +119,13 @@ impl Posted {
     pub(super) fn finish(mut self) -> Outgoing {
         self.wait();
         std::mem::replace(&mut self.bytes, Outgoing::Own(Vec::new()))
+    }
+
+    /// Gives the send up for good: its peer is gone or never answers, so the request may never
+    /// complete. The request and the bytes are leaked, never freed, since MPI may still read
+    /// them: a few messages per lost worker.
+    pub(super) fn abandon(self) {
+        std::mem::forget(self);
     }
 
     fn wait(&mut self) {
@@ -92,9 +145,86 @@ impl Posted {
 
 impl Drop for Posted {
     /// Waits for the send: its bytes must outlive MPI's use of them. The master's link is
-    /// dropped before MPI is finalized, and every send it posts is received (workers take every
-    /// message sent to them, `Stop` last), so this returns.
+    /// dropped before MPI is finalized, every send it posts is received (workers take every
+    /// message sent to them, `Stop` last), and sends to workers given up on are abandoned, so
+    /// this returns.
     fn drop(&mut self) {
         self.wait();
+    }
+}
+
+/// How a receive ended.
+pub(super) enum Received {
+    /// A message is in the buffer.
+    Message(Status),
+    /// The caller stopped waiting and nothing was received.
+    GaveUp,
+    /// MPI failed the receive, with this error code.
+    Failed(c_int),
+}
+
+/// Posts a receive into `into` from `source` (any rank when `None`) with `tag` (any when `None`)
+/// on `comm`, and tests it until a message came or `keep_waiting` says to stop (it also does the
+/// waiting between tests); a receive given up is cancelled.
+pub(super) fn receive(
+    comm: &SimpleCommunicator,
+    source: Option<Rank>,
+    tag: Option<Tag>,
+    into: &mut [u8],
+    mut keep_waiting: impl FnMut() -> bool,
+) -> Received {
+    let Ok(count) = c_int::try_from(into.len()) else {
+        return Received::Failed(-1);
+    };
+    // SAFETY: constant MPI handles and a status MPI fills in before it is read.
+    let (mut request, mut status, any_source, any_tag) = unsafe {
+        (
+            ffi::RSMPI_REQUEST_NULL,
+            std::mem::zeroed::<ffi::MPI_Status>(),
+            ffi::RSMPI_ANY_SOURCE,
+            ffi::RSMPI_ANY_TAG,
+        )
+    };
+    // SAFETY: `into` is `count` writable bytes, borrowed mutably until this function returns,
+    // and the request is complete (received, or cancelled and waited for) before it does.
+    let code = unsafe {
+        ffi::MPI_Irecv(
+            into.as_mut_ptr().cast(),
+            count,
+            u8::equivalent_datatype().as_raw(),
+            source.unwrap_or(any_source),
+            tag.unwrap_or(any_tag),
+            comm.as_raw(),
+            &mut request,
+        )
+    };
+    if code != 0 {
+        return Received::Failed(code);
+    }
+    loop {
+        let mut done: c_int = 0;
+        // SAFETY: `request` is the live receive posted above.
+        let code = unsafe { ffi::MPI_Test(&mut request, &mut done, &mut status) };
+        if code != 0 {
+            return Received::Failed(code);
+        }
+        if done != 0 {
+            return Received::Message(Status::from_raw(status));
+        }
+        if !keep_waiting() {
+            let mut cancelled: c_int = 0;
+            // SAFETY: cancels the live receive, then waits for it to end either way (cancelled,
+            // or completed before the cancel took) and asks which.
+            unsafe {
+                ffi::MPI_Cancel(&mut request);
+                ffi::MPI_Wait(&mut request, &mut status);
+                ffi::MPI_Test_cancelled(&status, &mut cancelled);
+            }
+            return if cancelled != 0 {
+                Received::GaveUp
+            } else {
+                Received::Message(Status::from_raw(status))
+            };
+        }
     }
 }

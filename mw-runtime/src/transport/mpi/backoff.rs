@@ -1,0 +1,92 @@
+//! How a process waits for MPI without a blocking call: test, then spin, yield or sleep.
+
+use std::time::{Duration, Instant};
+
+/// Waits between tests: busy for the first microseconds (answers on a node come back that
+/// fast), then yielding the core until `spin` has passed, then sleeping, doubling up to `max`
+/// and, while a message is due, to `√(2·w·t)` after waiting `t`, `w` the cost of a wake-up
+/// ([`WAKE_UP`]): the sleep that balances the core time wake-ups take from the processes
+/// sharing it against the delay in noticing the message (≈ 100 µs after 1 ms, 1 ms after
+/// 100 ms). The clock is read once every [`CHECK_EVERY`] waits while busy or yielding (a read
+/// costs as much as a test, and an answer due soon usually arrives within those waits), and
+/// at every wake-up.
+pub(super) struct Backoff {
+    /// When the clock was first read.
+    started: Option<Instant>,
+    waits: u32,
+    phase: Phase,
+    spin: Duration,
+    sleep: Duration,
+    max: Duration,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    Busy,
+    Yielding,
+    Sleeping,
+}
+
+/// How long a test loop stays busy before it starts yielding the core.
+const BUSY: Duration = Duration::from_micros(20);
+/// Waits between two looks at the clock, while busy or yielding.
+pub(super) const CHECK_EVERY: u32 = 64;
+/// What a wake-up costs the core: the switch to the sleeper and back, and the caches.
+const WAKE_UP: Duration = Duration::from_micros(5);
+/// The shortest sleep.
+const NAP: Duration = Duration::from_micros(10);
+
+impl Backoff {
+    /// Spins and yields for `spin`, then sleeps; with `spin` zero, sleeps at once.
+    pub(super) fn new(spin: Duration, max: Duration) -> Self {
+        Backoff {
+            started: None,
+            waits: 0,
+            phase: if spin.is_zero() {
+                Phase::Sleeping
+            } else {
+                Phase::Busy
+            },
+            spin,
+            sleep: NAP,
+            max,
+        }
+    }
+
+    /// Whether the waits sleep by now (each is then long next to a look at the clock).
+    pub(super) fn sleeping(&self) -> bool {
+        self.phase == Phase::Sleeping
+    }
+
+    pub(super) fn wait(&mut self) {
+        self.waits = self.waits.wrapping_add(1);
+        if self.phase != Phase::Sleeping && self.waits % CHECK_EVERY == 0 {
+            let waited = self.started.get_or_insert_with(Instant::now).elapsed();
+            self.phase = if waited >= self.spin {
+                Phase::Sleeping
+            } else if waited >= BUSY.min(self.spin) {
+                Phase::Yielding
+            } else {
+                Phase::Busy
+            };
+        }
+        match self.phase {
+            Phase::Busy => std::hint::spin_loop(),
+            Phase::Yielding => std::thread::yield_now(),
+            Phase::Sleeping => {
+                std::thread::sleep(self.sleep);
+                let cap = match self.started {
+                    // Nothing is due (a parked process): only `max` bounds the sleep.
+                    _ if self.spin.is_zero() => self.max,
+                    Some(started) => {
+                        let waited = started.elapsed().as_secs_f64();
+                        let balanced = (2.0 * WAKE_UP.as_secs_f64() * waited).sqrt();
+                        Duration::from_secs_f64(balanced).clamp(NAP, self.max.max(NAP))
+                    }
+                    None => NAP,
+                };
+                self.sleep = (self.sleep * 2).min(cap);
+            }
+        }
+    }
+}
