@@ -101,7 +101,7 @@ where
         .and_then(|()| engine.saver.finish());
     // Closes the endpoint (and removes its socket) whatever happened.
     engine.control = None;
-    let shutdown = engine.shutdown();
+    let shutdown = engine.shutdown(outcome.is_ok());
     engine.progress.finish();
     let outcome = outcome.and(shutdown).and_then(|()| {
         entering("final_work");
@@ -1137,20 +1137,28 @@ where
         }
     }
 
-    /// Tells every worker to stop and waits for each to finish `final_work`. Workers still
-    /// busy with chunks whose copies were answered are waited for first (under `sync` a `Stop`
-    /// would wait for them), as long as such a chunk may take before it counts as late; then
+    /// Tells every worker to stop and waits for each to finish `final_work`. After a run that
+    /// `completed`, workers still busy with chunks (answered by copies) are waited for first
+    /// (under `sync` a `Stop` would wait for them), as long as such a chunk may take before it
+    /// counts as late (under MPI without recovery, as long as a worker may be silent); then
     /// they are left behind. Lost workers are not waited for at all.
-    fn shutdown(&mut self) -> Result<()> {
+    fn shutdown(&mut self, completed: bool) -> Result<()> {
         let faults = &self.config.faults;
         let longest = self.held.iter().flatten().map(|f| f.len).max().unwrap_or(0);
         let mean_ms = self.stats.pooled().mean();
         let late = Duration::from_secs_f64(
             (mean_ms * longest as f64 * faults.backup_after.max(1.0) / 1e3).max(0.0),
         ) + crate::config::BACKUP_MARGIN;
-        let deadline = clock::now() + late.clamp(WATCH_EVERY, faults.liveness);
-        let patience = faults.liveness;
-        loop {
+        // A slow worker left behind under MPI without recovery would take the job with it.
+        let patience = if self.link.can_leave_behind() {
+            late
+        } else {
+            faults.liveness
+        };
+        let deadline = clock::now() + patience.clamp(WATCH_EVERY, faults.liveness);
+        let stop_patience = faults.liveness;
+        // After a failure the chunks out are not waited for: their answers are dropped.
+        while completed {
             let busy: Vec<usize> = (0..self.held.len())
                 .filter(|&w| !self.standing[w].lost && !self.held[w].is_empty())
                 .collect();
@@ -1187,7 +1195,7 @@ where
             }
         }
         let alive: Vec<bool> = self.standing.iter().map(|s| !s.lost).collect();
-        stop_alive(self.link, &alive, patience)
+        stop_alive(self.link, &alive, stop_patience)
     }
 }
 

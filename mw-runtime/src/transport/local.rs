@@ -72,6 +72,9 @@ impl<T, S, R> Drop for LocalWorker<T, S, R> {
     }
 }
 
+/// How long a synchronous `Stop` waits for its worker to take it.
+const STOP_HANDOVER: Duration = Duration::from_millis(100);
+
 /// How long a worker whose thread ends waits for the master to take the news: the master
 /// looks at its channel every few tens of milliseconds while it runs.
 const LOST_PATIENCE: Duration = Duration::from_secs(5);
@@ -154,7 +157,15 @@ impl<T: Message, S: Message, R: Message> MasterLink<T, S, R> for LocalMaster<T, 
             .network
             .as_ref()
             .map(|n| n.out.due(to_worker_len(&message), crate::clock::now()));
-        if inbox.send((due, message)).is_err() {
+        let stop = matches!(message, ToWorker::Stop);
+        let sent = if stop && self.sync {
+            // A worker busy with a chunk (or hung in one) takes no `Stop` until it is done: the
+            // master then waits for its `Finished`, bounded, rather than in this send.
+            inbox.send_timeout((due, message), STOP_HANDOVER).is_ok()
+        } else {
+            inbox.send((due, message)).is_ok()
+        };
+        if !sent {
             // Its thread ended: it says so itself (`FromWorker::Lost`), and the message is
             // dropped as a dead process's would be.
             return Ok(());

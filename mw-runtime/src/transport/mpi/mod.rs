@@ -604,6 +604,10 @@ impl<T: Message, S: Message, R: Message> MasterLink<T, S, R> for MpiMaster<T, S,
     /// Under MPI the worker's process is also ended (SIGKILL), by the master on its own node or
     /// by a worker on the other's: `MPI_Finalize` waits for every rank, so a rank that never
     /// answers would otherwise hold every process of the job at the end of the run.
+    fn can_leave_behind(&self) -> bool {
+        recovery_enabled()
+    }
+
     fn forsake(&mut self, worker: usize) {
         if self.gone.gone.get(worker) == Some(&false) {
             self.gone.give_up(worker, &mut self.posted);
