@@ -1143,59 +1143,12 @@ where
     /// counts as late (under MPI without recovery, as long as a worker may be silent); then
     /// they are left behind. Lost workers are not waited for at all.
     fn shutdown(&mut self, completed: bool) -> Result<()> {
-        let faults = &self.config.faults;
-        let longest = self.held.iter().flatten().map(|f| f.len).max().unwrap_or(0);
-        let mean_ms = self.stats.pooled().mean();
-        let late = Duration::from_secs_f64(
-            (mean_ms * longest as f64 * faults.backup_after.max(1.0) / 1e3).max(0.0),
-        ) + crate::config::BACKUP_MARGIN;
-        // A slow worker left behind under MPI without recovery would take the job with it.
-        let patience = if self.link.can_leave_behind() {
-            late
-        } else {
-            faults.liveness
-        };
-        let deadline = clock::now() + patience.clamp(WATCH_EVERY, faults.liveness);
-        let stop_patience = faults.liveness;
         // After a failure the chunks out are not waited for: their answers are dropped.
-        while completed {
-            let busy: Vec<usize> = (0..self.held.len())
-                .filter(|&w| !self.standing[w].lost && !self.held[w].is_empty())
-                .collect();
-            if busy.is_empty() {
-                break;
-            }
-            let left = deadline.saturating_duration_since(clock::now());
-            if left.is_zero() {
-                for worker in busy {
-                    let message = "still busy with a chunk that another worker answered, at \
-                                   the end of the run: left behind";
-                    eprintln!("warning: worker {worker} is {message}");
-                    self.metrics.failures.push(Failure {
-                        iteration: self.held[worker].front().map_or(0, |f| f.iteration),
-                        worker,
-                        first_task: self.held[worker].front().map_or(0, |f| f.first),
-                        tasks: self.held[worker].iter().map(|f| f.len).sum(),
-                        message: message.to_owned(),
-                    });
-                    self.link.forsake(worker);
-                    self.standing[worker].lost = true;
-                }
-                break;
-            }
-            match self.link.recv_within(left.min(WATCH_EVERY))? {
-                Some((worker, FromWorker::Done(_) | FromWorker::Failed(_))) => {
-                    self.held[worker].pop_front();
-                }
-                Some((worker, FromWorker::Lost { .. })) => {
-                    self.standing[worker].lost = true;
-                    self.held[worker].clear();
-                }
-                Some(_) | None => {}
-            }
+        if completed {
+            self.wait_for_late()?;
         }
         let alive: Vec<bool> = self.standing.iter().map(|s| !s.lost).collect();
-        stop_alive(self.link, &alive, stop_patience)
+        stop_alive(self.link, &alive, self.config.faults.liveness)
     }
 }
 

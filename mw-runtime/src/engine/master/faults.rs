@@ -12,7 +12,7 @@ use crate::codec::Message;
 use crate::config::{BACKUP_MARGIN, OnTaskFailure};
 use crate::error::{Error, ErrorKind, Result};
 use crate::metrics::Failure;
-use crate::transport::MasterLink;
+use crate::transport::{FromWorker, MasterLink};
 
 /// How often the engine looks for late chunks and silent workers while it waits.
 pub(super) const WATCH_EVERY: Duration = Duration::from_millis(50);
@@ -380,6 +380,61 @@ where
             self.place_retries(round)?;
         }
         Ok(())
+    }
+
+    /// At the end of a run that completed: waits for the workers still busy with chunks whose
+    /// copies were answered, as long as such a chunk may take before it counts as late (under
+    /// MPI without recovery, as long as a worker may be silent: a rank left behind there takes
+    /// the job with it); then leaves them behind.
+    pub(super) fn wait_for_late(&mut self) -> Result<()> {
+        let faults = &self.config.faults;
+        let longest = self.held.iter().flatten().map(|f| f.len).max().unwrap_or(0);
+        let mean_ms = self.stats.pooled().mean();
+        let late = Duration::from_secs_f64(
+            (mean_ms * longest as f64 * faults.backup_after.max(1.0) / 1e3).max(0.0),
+        ) + BACKUP_MARGIN;
+        let patience = if self.link.can_leave_behind() {
+            late
+        } else {
+            faults.liveness
+        };
+        let deadline = clock::now() + patience.clamp(WATCH_EVERY, faults.liveness);
+        loop {
+            let busy: Vec<usize> = (0..self.held.len())
+                .filter(|&w| !self.standing[w].lost && !self.held[w].is_empty())
+                .collect();
+            if busy.is_empty() {
+                return Ok(());
+            }
+            let left = deadline.saturating_duration_since(clock::now());
+            if left.is_zero() {
+                for worker in busy {
+                    let message = "still busy with a chunk that another worker answered, at \
+                                   the end of the run: left behind";
+                    eprintln!("warning: worker {worker} is {message}");
+                    self.metrics.failures.push(Failure {
+                        iteration: self.held[worker].front().map_or(0, |f| f.iteration),
+                        worker,
+                        first_task: self.held[worker].front().map_or(0, |f| f.first),
+                        tasks: self.held[worker].iter().map(|f| f.len).sum(),
+                        message: message.to_owned(),
+                    });
+                    self.link.forsake(worker);
+                    self.standing[worker].lost = true;
+                }
+                return Ok(());
+            }
+            match self.link.recv_within(left.min(WATCH_EVERY))? {
+                Some((worker, FromWorker::Done(_) | FromWorker::Failed(_))) => {
+                    self.held[worker].pop_front();
+                }
+                Some((worker, FromWorker::Lost { .. })) => {
+                    self.standing[worker].lost = true;
+                    self.held[worker].clear();
+                }
+                Some(_) | None => {}
+            }
+        }
     }
 }
 
