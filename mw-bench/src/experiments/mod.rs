@@ -5,6 +5,7 @@ pub mod model;
 pub mod overhead;
 pub mod policies;
 pub mod workers;
+pub mod xfire;
 
 use mw_runtime::{BackendChoice, RunArgs};
 use synthetic::cli::{Cli, ProgramArgs, Summary};
