@@ -122,8 +122,9 @@ pub fn parse_mpi(stdout: &str, part: &str) -> MpiPart {
     }
 }
 
-/// The executable of the bench target `name` from cargo's `--message-format=json` output.
-pub fn bench_executable(cargo_json: &str, name: &str) -> Option<PathBuf> {
+/// The executable of the target `name` of `kind` (`bin`, `bench`) from cargo's
+/// `--message-format=json` output.
+pub fn executable(cargo_json: &str, name: &str, kind: &str) -> Option<PathBuf> {
     cargo_json
         .lines()
         .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
@@ -131,20 +132,20 @@ pub fn bench_executable(cargo_json: &str, name: &str) -> Option<PathBuf> {
         .filter(|m| {
             m["target"]["kind"]
                 .as_array()
-                .is_some_and(|k| k.iter().any(|k| k == "bench"))
+                .is_some_and(|k| k.iter().any(|k| k == kind))
         })
         .filter_map(|m| m["executable"].as_str().map(PathBuf::from))
         .next_back()
 }
 
 /// The workspace's manifest (this crate sits one folder below it).
-fn workspace_manifest() -> PathBuf {
+pub(crate) fn workspace_manifest() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("..")
         .join("Cargo.toml")
 }
 
-fn cargo() -> Command {
+pub(crate) fn cargo() -> Command {
     let mut command = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
     command.arg("--quiet").arg("--color").arg("never");
     command
@@ -265,7 +266,7 @@ pub fn mpi() -> Result<MpiNumbers, String> {
     build.arg(workspace_manifest());
     let out = run_with_limit(build, Duration::from_secs(1200))?;
     let json = String::from_utf8_lossy(&out.stdout);
-    let exe = bench_executable(&json, "mpi").ok_or_else(|| {
+    let exe = executable(&json, "mpi", "bench").ok_or_else(|| {
         format!(
             "the MPI bench did not build: {}",
             String::from_utf8_lossy(&out.stderr).trim()
@@ -355,9 +356,10 @@ mod tests {
             r#"{"reason":"build-finished","success":true}"#,
         );
         assert_eq!(
-            bench_executable(json, "mpi"),
+            executable(json, "mpi", "bench"),
             Some(PathBuf::from("/t/release/deps/mpi-abc"))
         );
-        assert_eq!(bench_executable(json, "codec"), None);
+        assert_eq!(executable(json, "codec", "bench"), None);
+        assert_eq!(executable(json, "mpi", "bin"), None);
     }
 }

@@ -2,6 +2,7 @@
 
 pub mod children;
 pub mod model;
+pub mod model_mpi;
 pub mod overhead;
 pub mod policies;
 pub mod workers;
