@@ -241,13 +241,22 @@ pub fn verdict(rows: &[Row]) -> Verdict {
         "at the largest deviation the fastest policy is {}; `fsc` is the slowest of `fsc`, \
          `dpf`, `daf` in {fsc_worst} of {cases} cases, its time {excess:.2}× `daf`'s (median over \
          the cases; one run each){} (the paper: `daf` best, `fsc` \"usually by far the worst\").",
-        best_text.join(" and "),
+        join_and(&best_text),
         if far { "" } else { ", which is not by far" }
     );
     match (daf_wins == daf_best.len(), 2 * fsc_worst > cases && far) {
         (true, true) => Verdict::Reproduced(why),
         (false, false) => Verdict::Not(why),
         _ => Verdict::Partly(why),
+    }
+}
+
+/// `a`, `a and b`, `a, b and c`.
+fn join_and(items: &[String]) -> String {
+    match items {
+        [] => String::new(),
+        [one] => one.clone(),
+        [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
     }
 }
 
@@ -528,6 +537,14 @@ mod tests {
         assert!(text.contains("in 1 of 2 runs the factor held"), "{text}");
         assert!(text.contains("in 1 the tuner changed it earlier"), "{text}");
         assert!(text.contains("(median 0.4)"), "{text}");
+    }
+
+    #[test]
+    fn lists_read_as_sentences() {
+        let items = |n: usize| (1..=n).map(|i| i.to_string()).collect::<Vec<_>>();
+        assert_eq!(join_and(&items(1)), "1");
+        assert_eq!(join_and(&items(2)), "1 and 2");
+        assert_eq!(join_and(&items(3)), "1, 2 and 3");
     }
 
     #[test]
