@@ -51,6 +51,44 @@ pub fn median(values: &[f64]) -> f64 {
     }
 }
 
+/// A median with the least and largest of its samples.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct Spread {
+    pub median: f64,
+    pub min: f64,
+    pub max: f64,
+}
+
+impl Spread {
+    /// The spread of the finite `values`; NaN throughout when there are none.
+    pub fn of(values: &[f64]) -> Spread {
+        let finite = values.iter().copied().filter(|x| x.is_finite());
+        Spread {
+            median: median(values),
+            min: finite.clone().fold(f64::NAN, f64::min),
+            max: finite.fold(f64::NAN, f64::max),
+        }
+    }
+
+    /// Whether `value` lies inside the range: a ratio whose range holds 1 is no difference.
+    pub fn holds(&self, value: f64) -> bool {
+        self.min <= value && value <= self.max
+    }
+
+    /// A ratio: `median× (min–max)` with two decimals.
+    pub fn times(&self) -> String {
+        format!("{:.2}× ({:.2}–{:.2})", self.median, self.min, self.max)
+    }
+
+    /// `median (min–max)` with `digits` decimals.
+    pub fn text(&self, digits: usize) -> String {
+        format!(
+            "{:.digits$} ({:.digits$}–{:.digits$})",
+            self.median, self.min, self.max
+        )
+    }
+}
+
 /// The position of the smallest finite value, if any.
 pub fn argmin(values: &[f64]) -> Option<usize> {
     values
@@ -125,5 +163,15 @@ mod tests {
             23.0 * 93.7433 * 93.7433 / 1600.0
         );
         assert!(performance_index(2, 1.0, 0.0).is_nan());
+    }
+
+    #[test]
+    fn a_spread_holds_its_range() {
+        let s = Spread::of(&[1.2, 0.9, f64::NAN, 1.05]);
+        assert_eq!((s.median, s.min, s.max), (1.05, 0.9, 1.2));
+        assert!(s.holds(1.0) && !s.holds(1.3));
+        assert_eq!(s.text(2), "1.05 (0.90–1.20)");
+        assert_eq!(s.times(), "1.05× (0.90–1.20)");
+        assert!(!Spread::of(&[]).holds(1.0));
     }
 }

@@ -12,10 +12,12 @@
 //!   (Caymes-Scutari et al., POETRIES, Tables 1–2 and Figs. 2–5);
 //! - `model` — the model's predicted iteration time and performance index against measured ones
 //!   (Cesar et al. 2006, Figs. 7–10 and Tables 1–4);
+//! - `xfire` — the factor fixed against tuned on the forest-fire example under variable load
+//!   (Morajko et al. 2005, Table 2 and Fig. 2);
 //! - `overhead` — the runtime against hand-written baselines (rayon, rsmpi, bincode, no trace).
 //!
-//! Experiments run in this process through `mw_runtime::run_config` and the synthetic example's
-//! library; only the rayon and rsmpi comparisons start other programs (the N-Body example and
+//! Experiments run in this process through `mw_runtime::run_config` and the synthetic and xfire
+//! examples' libraries; only the rayon and rsmpi comparisons start other programs (the N-Body example and
 //! the runtime's MPI bench), because those need their own binaries. `ideal` holds the arithmetic
 //! of the ideal time, `doc` the Markdown, `machine` what the document says about this computer.
 //!
@@ -55,6 +57,8 @@ pub enum Command {
     Workers(Options),
     /// Model's predicted against measured iteration time and index (Cesar et al., Figs. 7-10)
     Model(Options),
+    /// Fixed against tuned factor on Xfire under variable load (Morajko et al. 2005, Table 2)
+    Xfire(Options),
     /// The runtime against rayon, rsmpi, bincode, and itself without the trace
     Overhead(Options),
 }
@@ -127,6 +131,7 @@ pub fn run(cli: &Cli) -> Result<PathBuf, BenchError> {
         Command::Policies(o) => (o, &[Experiment::Policies]),
         Command::Workers(o) => (o, &[Experiment::Workers]),
         Command::Model(o) => (o, &[Experiment::Model]),
+        Command::Xfire(o) => (o, &[Experiment::Xfire]),
         Command::Overhead(o) => (o, &[Experiment::Overhead]),
     };
     let started = Instant::now();
@@ -191,6 +196,7 @@ fn command_line(cli: &Cli) -> String {
         Command::Policies(o) => ("policies", o),
         Command::Workers(o) => ("workers", o),
         Command::Model(o) => ("model", o),
+        Command::Xfire(o) => ("xfire", o),
         Command::Overhead(o) => ("overhead", o),
     };
     let mut text = format!(
@@ -212,14 +218,16 @@ pub enum Experiment {
     Policies,
     Workers,
     Model,
+    Xfire,
     Overhead,
 }
 
 impl Experiment {
-    pub const ALL: [Experiment; 4] = [
+    pub const ALL: [Experiment; 5] = [
         Experiment::Policies,
         Experiment::Workers,
         Experiment::Model,
+        Experiment::Xfire,
         Experiment::Overhead,
     ];
 
@@ -228,6 +236,7 @@ impl Experiment {
             Experiment::Policies => "policies",
             Experiment::Workers => "workers",
             Experiment::Model => "model",
+            Experiment::Xfire => "xfire",
             Experiment::Overhead => "overhead",
         }
     }
@@ -237,6 +246,7 @@ impl Experiment {
             Experiment::Policies => experiments::policies::run(size),
             Experiment::Workers => experiments::workers::run(size),
             Experiment::Model => experiments::model::run(size),
+            Experiment::Xfire => experiments::xfire::run(size),
             Experiment::Overhead => experiments::overhead::run(size),
         }
     }

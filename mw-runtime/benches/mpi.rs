@@ -1,5 +1,5 @@
-//! The MPI engine against a hand-written rsmpi master/worker loop with dynamic self-scheduling
-//! (send a chunk, receive from anyone, send the next to whoever answered), both measured on the
+//! The MPI engine against hand-written rsmpi master/worker loops with dynamic self-scheduling
+//! (send a task, receive from anyone, send the next to whoever answered), all measured on the
 //! same ranks in one job:
 //!
 //! (a) empty tasks in chunks of one: tasks per second;
@@ -9,11 +9,15 @@
 //!     mpirun -np 2 target/release/deps/mpi-<hash> --bench --only a  # (a) with one worker
 //!     mpirun -np 3 target/release/deps/mpi-<hash> --bench --only b  # (b) with two workers
 //!
-//! `--rounds N` (15 with `--bench`) and `--tasks N` (20,000 empty tasks) size the runs. Each
-//! round runs every contender once, in rotating order; the ratio is the median of the rounds'
-//! ratios, so a machine whose speed drifts (a VM whose cores move) compares like with like. The
-//! runtime runs with its default of one chunk prefetched per worker, and also without (the plain
-//! self-scheduling loop the hand-written code is).
+//! Four contenders, all in chunks of one task: the plain hand-written loop, the same loop
+//! pipelined (each worker holds one task ahead), the runtime with `--prefetch 0` and with
+//! `--prefetch 1`. Like is compared with like: `--prefetch 1` with the pipelined loop,
+//! `--prefetch 0` with the plain one.
+//!
+//! `--rounds N` (15 with `--bench`) and `--tasks N` (100,000 empty tasks) size the runs. Each
+//! round runs every contender once, in rotating order; a ratio is the median of the rounds'
+//! ratios, with their least and largest, so a machine whose speed drifts (a VM whose cores move)
+//! compares like with like.
 
 use std::time::{Duration, Instant};
 
@@ -33,8 +37,11 @@ fn spin(duration: Duration) {
 }
 
 /// The hand-written loop: tasks are `u64` durations in µs (0 = empty); returns the master's
-/// elapsed time (workers return zero).
-fn hand_written(world: &SimpleCommunicator, tasks: &[u64]) -> Duration {
+/// elapsed time (workers return zero). With `ahead` 0 it is plain self-scheduling (send a task,
+/// receive from anyone, send the next to whoever answered); with `ahead` 1 it is pipelined: every
+/// worker holds one task besides the one it works on, so the next is already in its buffer when
+/// it answers, as the runtime's `--prefetch 1` does.
+fn hand_written(world: &SimpleCommunicator, tasks: &[u64], ahead: usize) -> Duration {
     let workers = (world.size() - 1) as usize;
     if world.rank() != 0 {
         let master = world.process_at_rank(0);
@@ -50,10 +57,12 @@ fn hand_written(world: &SimpleCommunicator, tasks: &[u64]) -> Duration {
     let started = Instant::now();
     let mut next = tasks.iter();
     let mut outstanding = 0;
-    for w in 1..=workers {
-        if let Some(task) = next.next() {
-            world.process_at_rank(w as i32).send_with_tag(task, WORK);
-            outstanding += 1;
+    for _ in 0..=ahead {
+        for w in 1..=workers {
+            if let Some(task) = next.next() {
+                world.process_at_rank(w as i32).send_with_tag(task, WORK);
+                outstanding += 1;
+            }
         }
     }
     while outstanding > 0 {
@@ -100,20 +109,12 @@ impl Worker for Spinner {
     }
 }
 
-/// The runtime on the same ranks; `chunk_of_one` forces chunks of a single task, `prefetch` the
-/// chunks a worker holds ahead.
-fn runtime(tasks: &[u64], chunk_of_one: bool, prefetch: usize) -> Duration {
+/// The runtime on the same ranks, in chunks of one task like the hand-written loop, with
+/// `prefetch` chunks held ahead per worker.
+fn runtime(tasks: &[u64], prefetch: usize) -> Duration {
     let config = RunConfig {
-        policy: if chunk_of_one {
-            PolicyName::Fsc
-        } else {
-            PolicyName::Daf
-        },
-        factor: if chunk_of_one {
-            1.0 / tasks.len() as f64
-        } else {
-            0.5
-        },
+        policy: PolicyName::Fsc,
+        factor: 1.0 / tasks.len() as f64,
         prefetch: Some(prefetch),
         backend: BackendChoice::Mpi,
         quiet: true,
@@ -126,9 +127,43 @@ fn runtime(tasks: &[u64], chunk_of_one: bool, prefetch: usize) -> Duration {
     })
 }
 
-fn median(mut xs: Vec<f64>) -> f64 {
-    xs.sort_by(f64::total_cmp);
-    xs[xs.len() / 2]
+/// Median, least and largest of some samples.
+struct Spread {
+    median: f64,
+    min: f64,
+    max: f64,
+}
+
+impl Spread {
+    fn of(mut xs: Vec<f64>) -> Spread {
+        xs.sort_by(f64::total_cmp);
+        Spread {
+            median: xs[xs.len() / 2],
+            min: xs[0],
+            max: xs[xs.len() - 1],
+        }
+    }
+}
+
+impl std::fmt::Display for Spread {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Three significant digits whatever the scale (tasks/s or an efficiency).
+        let digits = |x: f64| {
+            if x >= 100.0 {
+                0
+            } else if x >= 10.0 {
+                1
+            } else {
+                3
+            }
+        };
+        let d = digits(self.median);
+        write!(
+            f,
+            "{:.d$} (min {:.d$}, max {:.d$})",
+            self.median, self.min, self.max
+        )
+    }
 }
 
 /// The value after `flag` on the command line.
@@ -137,22 +172,53 @@ fn arg<T: std::str::FromStr>(flag: &str) -> Option<T> {
     args.nth(1).and_then(|v| v.parse().ok())
 }
 
-/// Median throughput of each contender over `rounds`, and the median of the per-round ratios
-/// to the first: each round runs every contender once, in an order that rotates, so a change of
-/// speed of the machine (vCPUs moved, a neighbour's load) hits all of them alike.
-fn paired(rounds: usize, contenders: &mut [&mut dyn FnMut() -> f64]) -> (Vec<f64>, Vec<f64>) {
+/// Runs every contender once per round, in an order that rotates, so that a change of speed of
+/// the machine (vCPUs moved, a neighbour's load) hits all of them alike; returns each
+/// contender's samples, round by round.
+fn paired(rounds: usize, contenders: &mut [&mut dyn FnMut() -> f64]) -> Vec<Vec<f64>> {
     let n = contenders.len();
-    let mut samples = vec![Vec::new(); n];
+    let mut samples = vec![Vec::with_capacity(rounds); n];
     for round in 0..rounds {
         for k in 0..n {
             let c = (round + k) % n;
             samples[c].push(contenders[c]());
         }
     }
-    let ratios = (1..n)
-        .map(|c| median((0..rounds).map(|r| samples[c][r] / samples[0][r]).collect()))
-        .collect();
-    (samples.into_iter().map(median).collect(), ratios)
+    samples
+}
+
+/// The per-round ratios of `ours` to `theirs`.
+fn ratios(ours: &[f64], theirs: &[f64]) -> Spread {
+    Spread::of(ours.iter().zip(theirs).map(|(a, b)| a / b).collect())
+}
+
+/// The contenders, in the order of `paired`'s samples.
+const NAMES: [&str; 4] = [
+    "plain loop",
+    "pipelined loop",
+    "runtime --prefetch 0",
+    "runtime --prefetch 1",
+];
+
+/// Prints one part: each contender's median and range, then the like-for-like ratios (per
+/// round): `--prefetch 1` over the pipelined loop, `--prefetch 0` over the plain loop, and the
+/// runtime with prefetch over itself without.
+fn report(part: &str, what: &str, samples: &[Vec<f64>]) {
+    for (name, s) in NAMES.iter().zip(samples) {
+        println!("{part} {name}: {what} {}", Spread::of(s.clone()));
+    }
+    println!(
+        "{part} ratio prefetch 1 / pipelined: {}",
+        ratios(&samples[3], &samples[1])
+    );
+    println!(
+        "{part} ratio prefetch 0 / plain: {}",
+        ratios(&samples[2], &samples[0])
+    );
+    println!(
+        "{part} ratio prefetch 1 / prefetch 0: {}",
+        ratios(&samples[3], &samples[2])
+    );
 }
 
 fn main() {
@@ -166,45 +232,43 @@ fn main() {
     let workers = (world.size() - 1) as usize;
     let bench = std::env::args().any(|a| a == "--bench");
     let rounds = arg("--rounds").unwrap_or(if bench { 15 } else { 1 });
-    let empty = vec![0u64; arg("--tasks").unwrap_or(20_000)];
+    let empty = vec![0u64; arg("--tasks").unwrap_or(100_000)];
     let busy = vec![1000u64; 200 * workers.max(1)];
     let ideal = Duration::from_micros(busy.iter().sum::<u64>() / workers.max(1) as u64);
     // `--only a` or `--only b` runs one half (for profiling).
     let only: Option<String> = arg("--only");
-    let tasks_per_s = |t: Duration| empty.len() as f64 / t.as_secs_f64();
+    let master = world.rank() == 0;
+    if master {
+        println!("MPI, {workers} worker rank(s), {rounds} rounds");
+    }
     if only.as_deref() != Some("b") {
-        let (speeds, ratios) = paired(
+        let tasks_per_s = |t: Duration| empty.len() as f64 / t.as_secs_f64();
+        let samples = paired(
             rounds,
             &mut [
-                &mut || tasks_per_s(hand_written(&world.duplicate(), &empty)),
-                &mut || tasks_per_s(runtime(&empty, true, 1)),
-                &mut || tasks_per_s(runtime(&empty, true, 0)),
+                &mut || tasks_per_s(hand_written(&world.duplicate(), &empty, 0)),
+                &mut || tasks_per_s(hand_written(&world.duplicate(), &empty, 1)),
+                &mut || tasks_per_s(runtime(&empty, 0)),
+                &mut || tasks_per_s(runtime(&empty, 1)),
             ],
         );
-        if world.rank() == 0 {
-            println!("MPI, {workers} worker rank(s), median of {rounds} rounds");
-            println!(
-                "(a) empty tasks, chunk 1: hand-written {:>9.0} tasks/s, runtime {:>9.0} tasks/s, \
-                 ratio {:.2} (without prefetch: {:.0} tasks/s, ratio {:.2})",
-                speeds[0], speeds[1], ratios[0], speeds[2], ratios[1]
-            );
+        if master {
+            report("(a)", "tasks/s", &samples);
         }
     }
     if only.as_deref() != Some("a") {
         let efficiency = |t: Duration| ideal.as_secs_f64() / t.as_secs_f64();
-        let (efficiencies, _) = paired(
+        let samples = paired(
             rounds,
             &mut [
-                &mut || efficiency(hand_written(&world.duplicate(), &busy)),
-                &mut || efficiency(runtime(&busy, false, 1)),
+                &mut || efficiency(hand_written(&world.duplicate(), &busy, 0)),
+                &mut || efficiency(hand_written(&world.duplicate(), &busy, 1)),
+                &mut || efficiency(runtime(&busy, 0)),
+                &mut || efficiency(runtime(&busy, 1)),
             ],
         );
-        if world.rank() == 0 {
-            println!("MPI, {workers} worker rank(s), median of {rounds} rounds");
-            println!(
-                "(b) 1 ms tasks: efficiency hand-written (chunk 1) {:.3}, runtime (daf) {:.3}",
-                efficiencies[0], efficiencies[1]
-            );
+        if master {
+            report("(b)", "efficiency", &samples);
         }
     }
 }

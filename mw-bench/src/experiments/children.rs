@@ -9,6 +9,7 @@ use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::BenchError;
+use crate::ideal::Spread;
 
 /// The first number after `marker` in `text` (a decimal, maybe signed or in `e` notation).
 pub fn number_after(text: &str, marker: &str) -> Option<f64> {
@@ -58,41 +59,72 @@ pub fn parse_nbody(stderr: &str) -> Result<NBodyTimes, BenchError> {
     })
 }
 
-/// What the MPI bench reports.
+/// One part of the MPI bench: each contender's median and range (tasks/s or efficiency), and
+/// the per-round ratios.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
-pub struct MpiNumbers {
-    /// (a) empty tasks, chunks of one: runtime's tasks/s over the hand-written loop's.
-    pub empty_ratio: Option<f64>,
-    /// (a) again, the runtime without prefetch (the same self-scheduling as the hand-written loop).
-    pub empty_ratio_plain: Option<f64>,
-    /// (b) 1 ms tasks: efficiency of the hand-written loop and of the runtime.
-    pub efficiency: Option<(f64, f64)>,
+pub struct MpiPart {
+    pub plain: Option<Spread>,
+    pub pipelined: Option<Spread>,
+    pub prefetch_0: Option<Spread>,
+    pub prefetch_1: Option<Spread>,
+    /// `--prefetch 1` over the pipelined loop.
+    pub like_pipelined: Option<Spread>,
+    /// `--prefetch 0` over the plain loop.
+    pub like_plain: Option<Spread>,
+    /// `--prefetch 1` over `--prefetch 0`.
+    pub prefetch_gain: Option<Spread>,
 }
 
-/// Reads `(a) … ratio X (without prefetch: … ratio Y)` and
-/// `(b) … hand-written (chunk 1) X, runtime (daf) Y`.
-pub fn parse_mpi(stdout: &str) -> MpiNumbers {
-    let line = |start: &str| stdout.lines().find(|l| l.trim_start().starts_with(start));
-    let empty_ratio = line("(a)").and_then(|l| number_after(l, "ratio"));
-    let empty_ratio_plain = line("(a)").and_then(|l| {
-        let (_, plain) = l.split_once("without prefetch")?;
-        number_after(plain, "ratio")
-    });
-    let efficiency = line("(b)").and_then(|l| {
-        Some((
-            number_after(l, "hand-written (chunk 1)")?,
-            number_after(l, "runtime (daf)")?,
-        ))
-    });
-    MpiNumbers {
-        empty_ratio,
-        empty_ratio_plain,
-        efficiency,
+/// What the MPI bench reports: (a) empty tasks in chunks of one on one worker rank, tasks/s;
+/// (b) 1 ms tasks on two worker ranks, efficiency.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct MpiNumbers {
+    pub empty: MpiPart,
+    pub busy: MpiPart,
+}
+
+/// `X (min A, max B)` after `marker`.
+fn spread_after(line: &str, marker: &str) -> Option<Spread> {
+    let start = line.find(marker)? + marker.len();
+    let rest = &line[start..];
+    Some(Spread {
+        median: number_after(rest, "")?,
+        min: number_after(rest, "min")?,
+        max: number_after(rest, "max")?,
+    })
+}
+
+/// Reads the lines of part `part` (`(a)` or `(b)`): `(a) plain loop: tasks/s X (min A, max B)`
+/// for each contender, and `(a) ratio prefetch 1 / pipelined: X (min A, max B)` for each ratio.
+pub fn parse_mpi(stdout: &str, part: &str) -> MpiPart {
+    let find = |what: &str| {
+        let head = format!("{part} {what}:");
+        stdout
+            .lines()
+            .find(|l| l.trim_start().starts_with(&head))
+            .and_then(|l| {
+                let (_, rest) = l.split_once(':')?;
+                // A contender's line names its unit before the number.
+                let rest = rest
+                    .trim_start()
+                    .trim_start_matches(|c: char| c.is_alphabetic() || c == '/');
+                spread_after(rest, "")
+            })
+    };
+    MpiPart {
+        plain: find("plain loop"),
+        pipelined: find("pipelined loop"),
+        prefetch_0: find("runtime --prefetch 0"),
+        prefetch_1: find("runtime --prefetch 1"),
+        like_pipelined: find("ratio prefetch 1 / pipelined"),
+        like_plain: find("ratio prefetch 0 / plain"),
+        prefetch_gain: find("ratio prefetch 1 / prefetch 0"),
     }
 }
 
-/// The executable of the bench target `name` from cargo's `--message-format=json` output.
-pub fn bench_executable(cargo_json: &str, name: &str) -> Option<PathBuf> {
+/// The executable of the target `name` of `kind` (`bin`, `bench`) from cargo's
+/// `--message-format=json` output.
+pub fn executable(cargo_json: &str, name: &str, kind: &str) -> Option<PathBuf> {
     cargo_json
         .lines()
         .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
@@ -100,20 +132,20 @@ pub fn bench_executable(cargo_json: &str, name: &str) -> Option<PathBuf> {
         .filter(|m| {
             m["target"]["kind"]
                 .as_array()
-                .is_some_and(|k| k.iter().any(|k| k == "bench"))
+                .is_some_and(|k| k.iter().any(|k| k == kind))
         })
         .filter_map(|m| m["executable"].as_str().map(PathBuf::from))
         .next_back()
 }
 
 /// The workspace's manifest (this crate sits one folder below it).
-fn workspace_manifest() -> PathBuf {
+pub(crate) fn workspace_manifest() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("..")
         .join("Cargo.toml")
 }
 
-fn cargo() -> Command {
+pub(crate) fn cargo() -> Command {
     let mut command = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
     command.arg("--quiet").arg("--color").arg("never");
     command
@@ -234,7 +266,7 @@ pub fn mpi() -> Result<MpiNumbers, String> {
     build.arg(workspace_manifest());
     let out = run_with_limit(build, Duration::from_secs(1200))?;
     let json = String::from_utf8_lossy(&out.stdout);
-    let exe = bench_executable(&json, "mpi").ok_or_else(|| {
+    let exe = executable(&json, "mpi", "bench").ok_or_else(|| {
         format!(
             "the MPI bench did not build: {}",
             String::from_utf8_lossy(&out.stderr).trim()
@@ -255,11 +287,9 @@ pub fn mpi() -> Result<MpiNumbers, String> {
         }
         Ok(String::from_utf8_lossy(&out.stdout).into_owned())
     };
-    let a = parse_mpi(&launch("2", "a")?);
-    let b = parse_mpi(&launch("3", "b")?);
     Ok(MpiNumbers {
-        efficiency: b.efficiency,
-        ..a
+        empty: parse_mpi(&launch("2", "a")?, "(a)"),
+        busy: parse_mpi(&launch("3", "b")?, "(b)"),
     })
 }
 
@@ -294,22 +324,26 @@ mod tests {
 
     #[test]
     fn mpi_output_is_read() {
-        let stdout = "MPI, 1 worker rank(s), median of 5 rounds\n\
-            (a) empty tasks, chunk 1: hand-written     52000 tasks/s, runtime     48000 tasks/s, \
-            ratio 0.92 (without prefetch: 26000 tasks/s, ratio 0.50)\n\
-            (b) 1 ms tasks: efficiency hand-written (chunk 1) 0.981, runtime (daf) 0.990\n";
-        let m = parse_mpi(stdout);
-        assert_eq!(m.empty_ratio, Some(0.92));
-        assert_eq!(m.empty_ratio_plain, Some(0.50));
-        assert_eq!(m.efficiency, Some((0.981, 0.990)));
-        assert_eq!(
-            parse_mpi("mpi bench skipped"),
-            MpiNumbers {
-                empty_ratio: None,
-                empty_ratio_plain: None,
-                efficiency: None
-            }
-        );
+        let stdout = "MPI, 1 worker rank(s), 5 rounds\n\
+            (a) plain loop: tasks/s 52000 (min 50000, max 53000)\n\
+            (a) pipelined loop: tasks/s 90000 (min 85000, max 91000)\n\
+            (a) runtime --prefetch 0: tasks/s 48000 (min 47000, max 49000)\n\
+            (a) runtime --prefetch 1: tasks/s 60000 (min 59000, max 61000)\n\
+            (a) ratio prefetch 1 / pipelined: 0.667 (min 0.640, max 0.700)\n\
+            (a) ratio prefetch 0 / plain: 0.923 (min 0.900, max 0.950)\n\
+            (a) ratio prefetch 1 / prefetch 0: 1.250 (min 1.200, max 1.300)\n\
+            (b) plain loop: efficiency 0.981 (min 0.970, max 0.990)\n";
+        let a = parse_mpi(stdout, "(a)");
+        let s = |median, min, max| Some(Spread { median, min, max });
+        assert_eq!(a.plain, s(52000.0, 50000.0, 53000.0));
+        assert_eq!(a.prefetch_1, s(60000.0, 59000.0, 61000.0));
+        assert_eq!(a.like_pipelined, s(0.667, 0.64, 0.7));
+        assert_eq!(a.like_plain, s(0.923, 0.9, 0.95));
+        assert_eq!(a.prefetch_gain, s(1.25, 1.2, 1.3));
+        let b = parse_mpi(stdout, "(b)");
+        assert_eq!(b.plain, s(0.981, 0.97, 0.99));
+        assert_eq!(b.pipelined, None);
+        assert_eq!(parse_mpi("mpi bench skipped", "(a)").like_plain, None);
     }
 
     #[test]
@@ -322,9 +356,10 @@ mod tests {
             r#"{"reason":"build-finished","success":true}"#,
         );
         assert_eq!(
-            bench_executable(json, "mpi"),
+            executable(json, "mpi", "bench"),
             Some(PathBuf::from("/t/release/deps/mpi-abc"))
         );
-        assert_eq!(bench_executable(json, "codec"), None);
+        assert_eq!(executable(json, "codec", "bench"), None);
+        assert_eq!(executable(json, "mpi", "bin"), None);
     }
 }

@@ -2,9 +2,11 @@
 
 pub mod children;
 pub mod model;
+pub mod model_mpi;
 pub mod overhead;
 pub mod policies;
 pub mod workers;
+pub mod xfire;
 
 use mw_runtime::{BackendChoice, RunArgs};
 use synthetic::cli::{Cli, ProgramArgs, Summary};

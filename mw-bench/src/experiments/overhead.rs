@@ -13,7 +13,7 @@ use serde_json::json;
 use super::children;
 use super::{fixed, program, synthetic};
 use crate::doc::{Section, Table, Verdict, ms, percent};
-use crate::ideal::median;
+use crate::ideal::{Spread, median};
 use crate::{BenchError, Size};
 
 /// One line of the table.
@@ -90,42 +90,221 @@ fn codec_times(n: usize, rounds: usize) -> Result<(f64, f64), BenchError> {
     Ok((median(&mw), median(&bc)))
 }
 
-/// One iteration of the synthetic program, spinning, with and without the trace: median
-/// iteration time off and on, in ms.
+/// One iteration of the synthetic program (spinning), with `prefetch` chunks ahead and with or
+/// without the trace: its time in ms.
+fn synthetic_ms(
+    tasks: usize,
+    mean_ms: f64,
+    workers: usize,
+    chunk_of_one: bool,
+    prefetch: Option<usize>,
+    trace: Option<&std::path::Path>,
+) -> Result<f64, BenchError> {
+    let mut prog = program(tasks, 1, mean_ms, 0.0);
+    prog.spin = true;
+    let mut run = fixed(workers);
+    if chunk_of_one {
+        run.policy = Some(PolicyName::Fsc);
+        run.factor = Some(workers as f64 / tasks as f64);
+    }
+    run.prefetch = prefetch;
+    run.trace = trace.map(std::path::Path::to_path_buf);
+    let summary = synthetic(prog, run)?;
+    Ok(summary
+        .metrics
+        .iterations
+        .first()
+        .map_or(f64::NAN, |i| i.time_ms))
+}
+
+/// Runs `a` and `b` once each per round, the first of the pair alternating, and returns their
+/// samples round by round.
+fn paired(
+    rounds: usize,
+    mut a: impl FnMut() -> Result<f64, BenchError>,
+    mut b: impl FnMut() -> Result<f64, BenchError>,
+) -> Result<(Vec<f64>, Vec<f64>), BenchError> {
+    let (mut xs, mut ys) = (Vec::new(), Vec::new());
+    for round in 0..rounds {
+        if round % 2 == 0 {
+            xs.push(a()?);
+            ys.push(b()?);
+        } else {
+            ys.push(b()?);
+            xs.push(a()?);
+        }
+    }
+    Ok((xs, ys))
+}
+
+/// The per-round ratios of `ours` to `theirs`.
+fn ratios(ours: &[f64], theirs: &[f64]) -> Spread {
+    Spread::of(
+        &ours
+            .iter()
+            .zip(theirs)
+            .map(|(a, b)| a / b)
+            .collect::<Vec<_>>(),
+    )
+}
+
+/// A ratio with its range, and "no difference" when the range holds 1.
+fn ratio_text(r: &Spread, of: &str) -> String {
+    let mut text = r.times();
+    if !of.is_empty() {
+        text = format!("{text} {of}");
+    }
+    if r.holds(1.0) {
+        text.push_str(": no difference (the range holds 1)");
+    }
+    text
+}
+
+/// One iteration with and without the trace, paired: (untraced, traced) ms per round.
 fn trace_times(
     tasks: usize,
     mean_ms: f64,
     workers: usize,
     chunk_of_one: bool,
     rounds: usize,
-) -> Result<(f64, f64), BenchError> {
+) -> Result<(Vec<f64>, Vec<f64>), BenchError> {
     let dir = std::env::temp_dir().join(format!("mw-bench-trace-{}", std::process::id()));
     std::fs::create_dir_all(&dir)
         .map_err(|e| BenchError(format!("error: `{}`: {e}", dir.display())))?;
     let trace = dir.join("run.trace.json");
-    let once = |traced: bool| -> Result<f64, BenchError> {
-        let mut prog = program(tasks, 1, mean_ms, 0.0);
-        prog.spin = true;
-        let mut run = fixed(workers);
-        if chunk_of_one {
-            run.policy = Some(PolicyName::Fsc);
-            run.factor = Some(workers as f64 / tasks as f64);
-        }
-        run.trace = traced.then(|| trace.clone());
-        let summary = synthetic(prog, run)?;
-        Ok(summary
-            .metrics
-            .iterations
-            .first()
-            .map_or(f64::NAN, |i| i.time_ms))
-    };
-    let (mut off, mut on) = (Vec::new(), Vec::new());
-    for _ in 0..rounds {
-        off.push(once(false)?);
-        on.push(once(true)?);
-    }
+    let times = paired(
+        rounds,
+        || synthetic_ms(tasks, mean_ms, workers, chunk_of_one, None, None),
+        || synthetic_ms(tasks, mean_ms, workers, chunk_of_one, None, Some(&trace)),
+    );
     let _ = std::fs::remove_dir_all(&dir);
-    Ok((median(&off), median(&on)))
+    times
+}
+
+/// The trace's row: the median overhead with the range of the rounds' overheads; a range that
+/// holds zero is no difference.
+fn trace_row(what: String, off: &[f64], on: &[f64]) -> Row {
+    let r = ratios(on, off);
+    let overhead = format!(
+        "overhead {} ({} to {})",
+        percent(r.median - 1.0),
+        percent(r.min - 1.0),
+        percent(r.max - 1.0)
+    );
+    Row {
+        what,
+        ours: format!("{} ms traced", ms(median(on))),
+        baseline: format!("{} ms untraced", ms(median(off))),
+        result: if r.holds(1.0) {
+            format!("{overhead}: no difference, the rounds' range holds zero")
+        } else {
+            overhead
+        },
+    }
+}
+
+/// The MPI bench's like-for-like rows: `--prefetch 1` against the pipelined loop, `--prefetch 0`
+/// against the plain one, for empty tasks (tasks/s) and 1 ms tasks (efficiency).
+fn mpi_rows(m: &children::MpiNumbers) -> Vec<Row> {
+    let mut rows = Vec::new();
+    let parts = [
+        (
+            "MPI, empty tasks in chunks of one, 1 worker rank, tasks/s",
+            &m.empty,
+            0,
+            "the loop's tasks/s",
+        ),
+        (
+            "MPI, 1 ms spinning tasks in chunks of one, 2 worker ranks, efficiency",
+            &m.busy,
+            3,
+            "the loop's efficiency",
+        ),
+    ];
+    for (what, part, digits, of) in parts {
+        let pairs = [
+            (
+                "`--prefetch 1` vs the pipelined loop",
+                part.prefetch_1,
+                part.pipelined,
+                part.like_pipelined,
+            ),
+            (
+                "`--prefetch 0` vs the plain loop",
+                part.prefetch_0,
+                part.plain,
+                part.like_plain,
+            ),
+        ];
+        for (which, ours, theirs, ratio) in pairs {
+            rows.push(Row {
+                what: format!("{what}: {which}"),
+                ours: ours.map_or("–".into(), |s| s.text(digits)),
+                baseline: theirs.map_or("–".into(), |s| s.text(digits)),
+                result: ratio.map_or("no number printed".into(), |r| ratio_text(&r, of)),
+            });
+        }
+    }
+    rows
+}
+
+/// Empty tasks in chunks of one on one worker thread, with one chunk prefetched and without,
+/// paired: (with, without) tasks/s per round.
+fn prefetch_on_threads(tasks: usize, rounds: usize) -> Result<(Vec<f64>, Vec<f64>), BenchError> {
+    let per_s = |ms: f64| tasks as f64 / (ms / 1e3);
+    paired(
+        rounds,
+        || synthetic_ms(tasks, 0.0, 1, true, Some(1), None).map(per_s),
+        || synthetic_ms(tasks, 0.0, 1, true, Some(0), None).map(per_s),
+    )
+}
+
+/// The table of prefetch's gain: the same runtime with `--prefetch 1` and `--prefetch 0`, on
+/// threads and under MPI.
+fn prefetch_table(
+    threads: &(Vec<f64>, Vec<f64>),
+    tasks: usize,
+    mpi: Option<&children::MpiNumbers>,
+) -> (Table, Vec<Spread>) {
+    let mut table = Table::new([
+        "backend, workload",
+        "--prefetch 1",
+        "--prefetch 0",
+        "with over without",
+    ]);
+    let mut gains = Vec::new();
+    let gain = ratios(&threads.0, &threads.1);
+    table.push([
+        format!("threads, {tasks} empty tasks in chunks of one, 1 worker, tasks/s"),
+        Spread::of(&threads.0).text(0),
+        Spread::of(&threads.1).text(0),
+        ratio_text(&gain, ""),
+    ]);
+    gains.push(gain);
+    if let Some(m) = mpi {
+        for (what, part, digits) in [
+            (
+                "MPI, empty tasks in chunks of one, 1 worker rank, tasks/s",
+                &m.empty,
+                0,
+            ),
+            (
+                "MPI, 1 ms spinning tasks in chunks of one, 2 worker ranks, efficiency",
+                &m.busy,
+                3,
+            ),
+        ] {
+            table.push([
+                what.to_owned(),
+                part.prefetch_1.map_or("–".into(), |s| s.text(digits)),
+                part.prefetch_0.map_or("–".into(), |s| s.text(digits)),
+                part.prefetch_gain
+                    .map_or("no number printed".into(), |r| ratio_text(&r, "")),
+            ]);
+            gains.extend(part.prefetch_gain);
+        }
+    }
+    (table, gains)
 }
 
 #[derive(Debug, Clone)]
@@ -211,6 +390,7 @@ pub fn run(size: Size) -> Result<Section, BenchError> {
         });
     }
 
+    let mut mpi = None;
     let mpi_row = |result: String| Row {
         what: "MPI engine vs hand-written rsmpi loop".into(),
         ours: "–".into(),
@@ -227,33 +407,8 @@ pub fn run(size: Size) -> Result<Section, BenchError> {
     } else {
         match children::mpi() {
             Ok(m) => {
-                rows.push(Row {
-                    what: "MPI, empty tasks in chunks of one, 1 worker rank".into(),
-                    ours: "runtime".into(),
-                    baseline: "hand-written rsmpi".into(),
-                    result: match (m.empty_ratio, m.empty_ratio_plain) {
-                        (Some(r), Some(plain)) => format!(
-                            "runtime at {r:.2}× the tasks/s of the hand-written loop \
-                             ({plain:.2}× without prefetch)"
-                        ),
-                        (Some(r), None) => {
-                            format!("runtime at {r:.2}× the tasks/s of the hand-written loop")
-                        }
-                        _ => "no number printed".into(),
-                    },
-                });
-                rows.push(Row {
-                    what: "MPI, 1 ms spinning tasks, 2 worker ranks (efficiency)".into(),
-                    ours: m
-                        .efficiency
-                        .map_or("–".into(), |e| format!("{:.3} (daf)", e.1)),
-                    baseline: m
-                        .efficiency
-                        .map_or("–".into(), |e| format!("{:.3} (chunks of 1)", e.0)),
-                    result: m
-                        .efficiency
-                        .map_or("no number printed".into(), |e| format!("{:.2}×", e.1 / e.0)),
-                });
+                rows.extend(mpi_rows(&m));
+                mpi = Some(m);
             }
             Err(why) => rows.push(mpi_row(format!("skipped: {why}"))),
         }
@@ -272,19 +427,17 @@ pub fn run(size: Size) -> Result<Section, BenchError> {
 
     let tasks = plan.trace_tasks;
     let (off, on) = trace_times(tasks, 0.0, 1, true, plan.rounds)?;
-    rows.push(Row {
-        what: format!("--trace, {tasks} empty tasks, one per chunk, 1 worker (worst case)"),
-        ours: format!("{} ms traced", ms(on)),
-        baseline: format!("{} ms untraced", ms(off)),
-        result: format!("overhead {}", percent(on / off - 1.0)),
-    });
+    rows.push(trace_row(
+        format!("--trace, {tasks} empty tasks, one per chunk, 1 worker (worst case)"),
+        &off,
+        &on,
+    ));
     let (off, on) = trace_times(tasks, 0.05, 2, false, plan.rounds)?;
-    rows.push(Row {
-        what: format!("--trace, {tasks} spinning tasks of 50 µs, daf, 2 workers"),
-        ours: format!("{} ms traced", ms(on)),
-        baseline: format!("{} ms untraced", ms(off)),
-        result: format!("overhead {}", percent(on / off - 1.0)),
-    });
+    rows.push(trace_row(
+        format!("--trace, {tasks} spinning tasks of 50 µs, daf, 2 workers"),
+        &off,
+        &on,
+    ));
 
     let mut table = Table::new(["comparison", "ours", "baseline", "result"]);
     for r in &rows {
@@ -295,28 +448,70 @@ pub fn run(size: Size) -> Result<Section, BenchError> {
             r.result.clone(),
         ]);
     }
+    let threads = prefetch_on_threads(tasks, plan.rounds)?;
+    let (prefetch, gains) = prefetch_table(&threads, tasks, mpi.as_ref());
     let ours = format!(
-        "Medians of {} rounds, each pair alternating in one run. N-Body runs the example with \
-         `--mode all` (sequential, rayon and the runtime one after the other, results compared \
-         bit for bit), median of 3 runs; the MPI rows run the runtime's `mpi` bench under \
-         `mpirun --oversubscribe` (it measures both sides in one job). With 2 workers on 2 \
-         cores the master shares a core with them.\n\n{}",
-        plan.rounds,
-        table.markdown()
+        "Medians of {rounds} rounds with the least and largest in brackets, each pair measured \
+         in the same round, which of the two goes first alternating; a ratio is the median of \
+         the rounds' ratios, and a range of ratios that holds 1 is no difference. N-Body runs \
+         the example with `--mode all` (sequential, rayon and the runtime one after the other, \
+         results compared bit for bit), median of 3 runs; the MPI rows run the runtime's `mpi` \
+         bench under `mpirun --oversubscribe`: in one job, {mpi_rounds} rounds of four \
+         contenders in rotating order, all in chunks of one task: a hand-written rsmpi loop \
+         (send a task, receive from anyone, send the next to whoever answered), the same loop \
+         pipelined (each worker holds one task ahead), and the runtime with `--prefetch 0` and \
+         `--prefetch 1`, each compared with its like. With 2 workers on 2 cores the master \
+         shares a core with them.\n\n{}\n\
+         **Prefetch**: the same runtime with one chunk held ahead per worker (`--prefetch 1`, the \
+         default) and without (`--prefetch 0`), paired round by round:\n\n{}",
+        table.markdown(),
+        prefetch.markdown(),
+        rounds = plan.rounds,
+        mpi_rounds = 15,
     );
+    let verdict = Verdict::Measured(verdict_text(mpi.as_ref(), &gains));
     Ok(Section {
         title: "Runtime overhead".into(),
-        verdict: Verdict::Measured(
-            "what the runtime costs against doing without it, pair by pair in one run; no \
-             paper measured this."
-                .into(),
-        ),
+        verdict,
         paper: PAPER.into(),
         ours,
         figures: Vec::new(),
-        data: json!({ "rows": rows }),
+        data: json!({
+            "rows": rows,
+            "mpi": mpi,
+            "prefetch_threads": { "with": threads.0, "without": threads.1 },
+        }),
         seconds: 0.0,
     })
+}
+
+/// The section's opening line: the like-for-like MPI ratios and prefetch's gain.
+fn verdict_text(mpi: Option<&children::MpiNumbers>, gains: &[Spread]) -> String {
+    let mut parts = Vec::new();
+    if let Some(m) = mpi {
+        let r = |s: Option<Spread>| s.map_or("–".into(), |s| s.times());
+        parts.push(format!(
+            "under MPI with empty tasks the runtime reaches {} the pipelined loop's tasks/s \
+             with `--prefetch 1` and {} the plain loop's with `--prefetch 0` (the project's \
+             targets: 0.8× and 0.9×)",
+            r(m.empty.like_pipelined),
+            r(m.empty.like_plain)
+        ));
+    }
+    if let Some(threads) = gains.first() {
+        let mut gain = format!(
+            "with empty tasks, prefetch gives {} the tasks/s on threads",
+            threads.times()
+        );
+        if let Some(under_mpi) = gains.get(1) {
+            gain.push_str(&format!(" and {} under MPI", under_mpi.times()));
+        }
+        parts.push(gain);
+    }
+    parts.push("no paper measured this".into());
+    let mut text = parts.join("; ");
+    text.push('.');
+    text
 }
 
 #[cfg(test)]

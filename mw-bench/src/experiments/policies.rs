@@ -1,9 +1,10 @@
 //! Distribution policies (Cesar et al. 2006, §5.4, Figs. 2–4): `static` (the paper's "none"),
-//! `fsc`, `dpf` and `daf` on the synthetic program with 25 workers and 10,000 tasks per
-//! iteration of mean 0.5 ms and 6 ms, the task time's deviation from 0 to 80 % of the mean.
+//! `fsc`, `dpf` and `daf` on the synthetic program with 10,000 tasks per iteration: 25 workers
+//! and tasks of 0.5 ms (Fig. 2) and 6 ms (Fig. 3), 50 workers and 6 ms (Fig. 4), the task time's
+//! deviation from 0 to 80 % of the mean.
 //!
-//! Each run fixes the workers; `fsc` and `dpf` have their factor tuned between iterations, as in
-//! the paper (`--tuning factor`); `daf` computes its own. We report the mean iteration time and its
+//! Each run fixes the workers; `fsc` and `dpf` have their factor tuned, as in the paper
+//! (`--tuning factor`), `fsc` starting at the paper's 0.25 (§5.1); `daf` computes its own. We report the mean iteration time and its
 //! ratio to the ideal of [`crate::ideal`]. The paper's communication volumes are kept: 240 KB per
 //! iteration at 0.5 ms (16 bytes out and 8 back per task), 1 MB at 6 ms (64 and 36), and so is
 //! its network, emulated: `--link-latency 0.1 --link-bandwidth 100` (the spinning runs excepted).
@@ -25,14 +26,40 @@ pub const POLICIES: [PolicyName; 4] = [
     PolicyName::Daf,
 ];
 
+/// One of the paper's figures: its workers, mean task time and bytes per task.
+#[derive(Debug, Clone, Copy)]
+struct Case {
+    figure: &'static str,
+    workers: usize,
+    mean_ms: f64,
+    task_bytes: usize,
+    result_bytes: usize,
+}
+
+impl Case {
+    const fn new(
+        figure: &'static str,
+        workers: usize,
+        mean_ms: f64,
+        bytes: (usize, usize),
+    ) -> Case {
+        Case {
+            figure,
+            workers,
+            mean_ms,
+            task_bytes: bytes.0,
+            result_bytes: bytes.1,
+        }
+    }
+}
+
 /// The sizes of one size of the experiment.
 #[derive(Debug, Clone)]
 struct Plan {
-    workers: usize,
     tasks: usize,
     iterations: usize,
-    /// `(mean ms, task bytes, result bytes)`.
-    means: Vec<(f64, usize, usize)>,
+    /// The paper's figures.
+    cases: Vec<Case>,
     deviations: Vec<f64>,
     /// Spinning runs: workers, tasks, mean, deviations.
     spin: (usize, usize, f64, Vec<f64>),
@@ -41,18 +68,24 @@ struct Plan {
 fn plan(size: Size) -> Plan {
     match size {
         Size::Full => Plan {
-            workers: 25,
             tasks: 10_000,
             iterations: 3,
-            means: vec![(0.5, 16, 8), (6.0, 64, 36)],
+            cases: vec![
+                Case::new("Fig. 2", 25, 0.5, (16, 8)),
+                Case::new("Fig. 3", 25, 6.0, (64, 36)),
+                Case::new("Fig. 4", 50, 6.0, (16, 8)),
+            ],
             deviations: vec![0.0, 0.2, 0.4, 0.6, 0.8],
             spin: (2, 1000, 0.5, vec![0.0, 0.8]),
         },
         Size::Tiny => Plan {
-            workers: 4,
             tasks: 40,
-            iterations: 2,
-            means: vec![(0.5, 16, 8), (6.0, 64, 36)],
+            iterations: 3,
+            cases: vec![
+                Case::new("Fig. 2", 4, 0.5, (16, 8)),
+                Case::new("Fig. 3", 4, 6.0, (64, 36)),
+                Case::new("Fig. 4", 8, 6.0, (16, 8)),
+            ],
             deviations: vec![0.0, 0.8],
             spin: (2, 40, 0.5, vec![0.8]),
         },
@@ -62,6 +95,9 @@ fn plan(size: Size) -> Plan {
 /// One run's outcome.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Row {
+    /// The paper's figure (`Fig. 2`), or `spinning`.
+    pub case: String,
+    pub workers: usize,
     pub policy: String,
     pub mean_ms: f64,
     pub deviation: f64,
@@ -71,6 +107,11 @@ pub struct Row {
     /// Mean ideal iteration time, ms.
     pub ideal_ms: f64,
     pub chunks: f64,
+    /// The factor each iteration started with.
+    pub factors: Vec<f64>,
+    /// The first iteration run with a factor the tuner chose (for a change inside an iteration,
+    /// that iteration), if any.
+    pub first_tuned: Option<usize>,
 }
 
 impl Row {
@@ -79,20 +120,26 @@ impl Row {
     }
 }
 
+/// The factor `fsc` starts with and keeps for two iterations in Cesar et al. (2006), §5.1, before
+/// its simulation proposes one.
+pub const FSC_START: f64 = 0.25;
+
 fn measure(
     policy: PolicyName,
-    workers: usize,
+    case: &Case,
     tasks: usize,
     iterations: usize,
-    (mean_ms, task_bytes, result_bytes): (f64, usize, usize),
     deviation: f64,
     spin: bool,
 ) -> Result<Row, BenchError> {
-    let mut prog = program(tasks, iterations, mean_ms, deviation);
-    prog.task_bytes = task_bytes;
-    prog.result_bytes = result_bytes;
+    let mut prog = program(tasks, iterations, case.mean_ms, deviation);
+    prog.task_bytes = case.task_bytes;
+    prog.result_bytes = case.result_bytes;
     prog.spin = spin;
-    let mut run = fixed(workers);
+    let mut run = fixed(case.workers);
+    if policy == PolicyName::Fsc {
+        run.factor = Some(FSC_START);
+    }
     if !spin {
         run.link_latency = Some(LINK_LATENCY_MS);
         run.link_bandwidth = Some(LINK_MBIT);
@@ -113,14 +160,34 @@ fn measure(
         .map(|i| i.chunks)
         .sum::<usize>() as f64
         / n;
+    let first_tuned = summary
+        .metrics
+        .decisions
+        .iter()
+        .filter(|d| d.tunable == "factor")
+        .map(|d| d.iteration)
+        .min();
     Ok(Row {
+        case: if spin {
+            "spinning".into()
+        } else {
+            case.figure.into()
+        },
+        workers: case.workers,
         policy: policy.to_string(),
-        mean_ms,
+        mean_ms: case.mean_ms,
         deviation,
         spin,
         time_ms: measured.iter().sum::<f64>() / n,
         ideal_ms: ideal.iter().sum::<f64>() / n,
         chunks,
+        factors: summary
+            .metrics
+            .iterations
+            .iter()
+            .map(|i| i.factor)
+            .collect(),
+        first_tuned,
     })
 }
 
@@ -133,16 +200,16 @@ pub fn best<'a>(rows: impl Iterator<Item = &'a Row>) -> Option<&'a Row> {
 /// deviation, and FSC the slowest of the three factoring policies.
 pub fn verdict(rows: &[Row]) -> Verdict {
     let sleeping: Vec<&Row> = rows.iter().filter(|r| !r.spin).collect();
-    let mut means: Vec<f64> = sleeping.iter().map(|r| r.mean_ms).collect();
-    means.dedup();
+    let mut figures: Vec<&str> = sleeping.iter().map(|r| r.case.as_str()).collect();
+    figures.dedup();
     let mut daf_best = Vec::new();
     let (mut fsc_worst, mut cases) = (0, 0);
     let mut fsc_over_daf = Vec::new();
-    for &mean in &means {
-        let of_mean = || sleeping.iter().copied().filter(move |r| r.mean_ms == mean);
+    for &figure in &figures {
+        let of_mean = || sleeping.iter().copied().filter(move |r| r.case == figure);
         let top = of_mean().map(|r| r.deviation).fold(0.0, f64::max);
         if let Some(b) = best(of_mean().filter(|r| r.deviation == top)) {
-            daf_best.push((mean, b.policy.clone()));
+            daf_best.push((figure, b.policy.clone()));
         }
         let mut deviations: Vec<f64> = of_mean().map(|r| r.deviation).collect();
         deviations.dedup();
@@ -165,7 +232,7 @@ pub fn verdict(rows: &[Row]) -> Verdict {
     let daf_wins = daf_best.iter().filter(|(_, p)| p == "daf").count();
     let best_text: Vec<String> = daf_best
         .iter()
-        .map(|(mean, p)| format!("`{p}` at {mean} ms"))
+        .map(|(figure, p)| format!("`{p}` in {figure}"))
         .collect();
     let excess = median(&fsc_over_daf);
     // "By far": at least 10 % slower than `daf`.
@@ -174,7 +241,7 @@ pub fn verdict(rows: &[Row]) -> Verdict {
         "at the largest deviation the fastest policy is {}; `fsc` is the slowest of `fsc`, \
          `dpf`, `daf` in {fsc_worst} of {cases} cases, its time {excess:.2}× `daf`'s (median over \
          the cases; one run each){} (the paper: `daf` best, `fsc` \"usually by far the worst\").",
-        best_text.join(" and "),
+        join_and(&best_text),
         if far { "" } else { ", which is not by far" }
     );
     match (daf_wins == daf_best.len(), 2 * fsc_worst > cases && far) {
@@ -184,7 +251,18 @@ pub fn verdict(rows: &[Row]) -> Verdict {
     }
 }
 
-/// The table of one mean: a row per deviation, `ms (ratio)` per policy, and the best policy.
+/// `a`, `a and b`, `a, b and c`.
+fn join_and(items: &[String]) -> String {
+    match items {
+        [] => String::new(),
+        [one] => one.clone(),
+        [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
+    }
+}
+
+/// The table of one case: a row per deviation, `ms (ratio)` per policy, and the best policy. The
+/// ideal shown is the median of the row's runs' ideals, and every ratio is over it, so that the
+/// ratios compare the policies as their times do.
 pub fn table(rows: &[Row], deviations: &[f64]) -> Table {
     let mut header = vec!["deviation".to_owned(), "ideal ms".to_owned()];
     header.extend(POLICIES.iter().map(|p| format!("{p} ms (× ideal)")));
@@ -202,7 +280,7 @@ pub fn table(rows: &[Row], deviations: &[f64]) -> Table {
                 of_d.iter()
                     .find(|r| r.policy == p.as_str())
                     .map_or("–".to_owned(), |r| {
-                        format!("{} ({:.2})", ms(r.time_ms), r.ratio())
+                        format!("{} ({:.2})", ms(r.time_ms), ratio(r.time_ms, ideal))
                     }),
             );
         }
@@ -212,7 +290,8 @@ pub fn table(rows: &[Row], deviations: &[f64]) -> Table {
     table
 }
 
-fn figure(rows: &[Row], mean_ms: f64, workers: usize, file: String) -> Figure {
+fn figure(rows: &[Row], case: &Case, file: String) -> Figure {
+    let (workers, mean_ms) = (case.workers, case.mean_ms);
     let mut series: Vec<Series> = POLICIES
         .iter()
         .map(|p| {
@@ -239,7 +318,10 @@ fn figure(rows: &[Row], mean_ms: f64, workers: usize, file: String) -> Figure {
              tasks of {mean_ms} ms (sleeping); dashed: the ideal."
         ),
         chart: LineChart {
-            title: format!("Policies, {workers} workers, {mean_ms} ms tasks"),
+            title: format!(
+                "Policies, {workers} workers, {mean_ms} ms tasks ({})",
+                case.figure
+            ),
             x_label: "deviation of the task time (% of the mean)".into(),
             y_label: "iteration time (ms)".into(),
             series,
@@ -266,51 +348,55 @@ pub fn run(size: Size) -> Result<Section, BenchError> {
     let plan = plan(size);
     let mut rows = Vec::new();
     let mut ours = format!(
-        "{} workers, {} tasks per iteration, {} iterations per run (the paper: 15), sleeping \
-         tasks with lognormal times, behind the emulated link of the paper's network \
-         (`--link-latency {LINK_LATENCY_MS} --link-bandwidth {LINK_MBIT}`); `fsc` and `dpf` with \
-         their factor tuned between iterations (`--tuning factor`), `static` and `daf` untuned. \
-         Times are the mean over the run's iterations, the first included (where `daf` has no \
-         measurements yet and uses `dpf` with factor 0.5); \"× ideal\" is measured over ideal, \
-         the ideal being the iteration's task time over the workers plus the communication the \
-         model predicts. The model's `(n+1)·mo` of start-ups is more than overlapping sends \
-         cost, so a run can come in under the ideal (× ideal below 1).\n\n",
-        plan.workers, plan.tasks, plan.iterations
+        "The paper's three cases, {} tasks per iteration, {} iterations per run (the paper: \
+         15), sleeping tasks with lognormal times, behind the emulated link of the paper's \
+         network (`--link-latency {LINK_LATENCY_MS} --link-bandwidth {LINK_MBIT}`); `fsc` and \
+         `dpf` with their factor tuned (`--tuning factor`), `fsc` starting at {FSC_START} as in \
+         §5.1, `static` and `daf` untuned. Times are the mean over the run's iterations, the \
+         first included (where `daf` has no measurements yet and uses `dpf` with factor 0.5); \
+         one run each. \"× ideal\" is the time over the row's ideal: the iteration's task time \
+         over the workers plus the communication the model predicts, the median over the row's \
+         runs. The model's `(n+1)·mo` of start-ups is more than overlapping sends cost, so a \
+         run can come in under the ideal (× ideal below 1).\n\n",
+        plan.tasks, plan.iterations
     );
     let mut figures = Vec::new();
-    for &mean in &plan.means {
-        let mut of_mean = Vec::new();
+    for case in &plan.cases {
+        let mut of_case = Vec::new();
         for &d in &plan.deviations {
             for p in POLICIES {
-                let row = measure(p, plan.workers, plan.tasks, plan.iterations, mean, d, false)?;
-                of_mean.push(row);
+                of_case.push(measure(p, case, plan.tasks, plan.iterations, d, false)?);
             }
         }
         ours.push_str(&format!(
-            "**Tasks of {} ms** ({} B out, {} B back per task):\n\n{}\n",
-            mean.0,
-            mean.1,
-            mean.2,
-            table(&of_mean, &plan.deviations).markdown()
+            "**{}: {} workers, tasks of {} ms** ({} B out, {} B back per task):\n\n{}\n",
+            case.figure,
+            case.workers,
+            case.mean_ms,
+            case.task_bytes,
+            case.result_bytes,
+            table(&of_case, &plan.deviations).markdown()
         ));
         figures.push(figure(
-            &of_mean,
-            mean.0,
-            plan.workers,
-            format!("policies-{}ms.svg", mean.0),
+            &of_case,
+            case,
+            format!(
+                "policies-{}.svg",
+                case.figure.to_lowercase().replace(['.', ' '], "")
+            ),
         ));
-        rows.extend(of_mean);
+        rows.extend(of_case);
     }
     let (spin_workers, spin_tasks, spin_mean, spin_devs) = &plan.spin;
+    let spin_case = Case::new("spinning", *spin_workers, *spin_mean, (16, 8));
     let mut spin_rows = Vec::new();
     for &d in spin_devs {
         for p in POLICIES {
             spin_rows.push(measure(
                 p,
-                *spin_workers,
+                &spin_case,
                 *spin_tasks,
                 plan.iterations,
-                (*spin_mean, 16, 8),
                 d,
                 true,
             )?);
@@ -323,28 +409,23 @@ pub fn run(size: Size) -> Result<Section, BenchError> {
         std::thread::available_parallelism().map_or(1, usize::from),
         table(&spin_rows, spin_devs).markdown()
     ));
-    let worst = |mean: f64| {
-        rows.iter()
-            .filter(|r| r.mean_ms == mean)
-            .max_by(|a, b| a.deviation.total_cmp(&b.deviation))
-            .map(|r| r.deviation)
-    };
-    for &(mean, _, _) in &plan.means {
-        if let Some(d) = worst(mean) {
-            let at = rows
-                .iter()
-                .filter(|r| r.mean_ms == mean && r.deviation == d);
-            if let Some(b) = best(at) {
-                ours.push_str(&format!(
-                    "At {mean} ms and the largest deviation ({:.0} %), the fastest policy is \
-                     `{}` at {:.2}× the ideal.\n\n",
-                    d * 100.0,
-                    b.policy,
-                    b.ratio()
-                ));
-            }
+    for case in &plan.cases {
+        let of_case = || rows.iter().filter(|r| r.case == case.figure);
+        let top = of_case().map(|r| r.deviation).fold(0.0, f64::max);
+        let at_top: Vec<&Row> = of_case().filter(|r| r.deviation == top).collect();
+        let ideal = median(&at_top.iter().map(|r| r.ideal_ms).collect::<Vec<_>>());
+        if let Some(b) = best(at_top.iter().copied()) {
+            ours.push_str(&format!(
+                "{} at the largest deviation ({:.0} %): the fastest policy is `{}` at {:.2}× \
+                 the ideal.\n\n",
+                case.figure,
+                top * 100.0,
+                b.policy,
+                ratio(b.time_ms, ideal)
+            ));
         }
     }
+    ours.push_str(&fsc_start(&rows));
     let verdict = verdict(&rows);
     rows.extend(spin_rows);
     Ok(Section {
@@ -358,12 +439,50 @@ pub fn run(size: Size) -> Result<Section, BenchError> {
     })
 }
 
+/// What `fsc`'s runs did with the paper's start: 0.25 in the first two iterations, the simulated
+/// factor from the third (Cesar et al. 2006, §5.1).
+pub fn fsc_start(rows: &[Row]) -> String {
+    let fsc: Vec<&Row> = rows.iter().filter(|r| r.policy == "fsc").collect();
+    let held = fsc
+        .iter()
+        .filter(|r| r.first_tuned.is_none_or(|i| i >= 2))
+        .count();
+    let first = fsc
+        .iter()
+        .filter(|r| r.first_tuned.is_some_and(|i| i < 2))
+        .count();
+    let third: Vec<f64> = fsc
+        .iter()
+        .filter_map(|r| r.factors.get(2).copied())
+        .collect();
+    let third_text = if third.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "; the factor the third iteration started with was {:.1}–{:.1} (median {:.1})",
+            third.iter().copied().fold(f64::INFINITY, f64::min),
+            third.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+            median(&third)
+        )
+    };
+    format!(
+        "`fsc` and the paper's start (§5.1: factor {FSC_START} in the first two iterations, the \
+         factor its simulation proposes from the third): every run started at {FSC_START}; in \
+         {held} of {} runs the factor held through the first two iterations as in the paper, \
+         in {first} the tuner changed it earlier (the runtime's tuner may act inside the first \
+         iteration and at its end when it has evidence enough){third_text}.\n\n",
+        fsc.len()
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn row(policy: &str, deviation: f64, time_ms: f64) -> Row {
         Row {
+            case: "Fig. 2".into(),
+            workers: 25,
             policy: policy.into(),
             mean_ms: 0.5,
             deviation,
@@ -371,6 +490,8 @@ mod tests {
             time_ms,
             ideal_ms: 100.0,
             chunks: 10.0,
+            factors: vec![0.25, 0.25, 0.4],
+            first_tuned: Some(2),
         }
     }
 
@@ -390,6 +511,40 @@ mod tests {
             "{line}"
         );
         assert!(line.trim_end().ends_with("daf |"), "{line}");
+    }
+
+    #[test]
+    fn ratios_are_over_the_ideal_shown() {
+        let mut rows = vec![row("fsc", 0.8, 262.0), row("daf", 0.8, 251.0)];
+        rows[0].ideal_ms = 260.0;
+        rows[1].ideal_ms = 242.0;
+        let md = table(&rows, &[0.8]).markdown();
+        let line = md.lines().nth(2).unwrap();
+        // The ideal shown is the median of 260 and 242; both ratios are over it.
+        assert!(line.contains(" 251 |"), "{line}");
+        assert!(
+            line.contains("262 (1.04)") && line.contains("251 (1.00)"),
+            "{line}"
+        );
+    }
+
+    #[test]
+    fn the_fsc_start_is_checked_against_the_paper() {
+        let mut early = row("fsc", 0.0, 100.0);
+        early.first_tuned = Some(0);
+        let rows = vec![row("fsc", 0.8, 100.0), early, row("daf", 0.8, 90.0)];
+        let text = fsc_start(&rows);
+        assert!(text.contains("in 1 of 2 runs the factor held"), "{text}");
+        assert!(text.contains("in 1 the tuner changed it earlier"), "{text}");
+        assert!(text.contains("(median 0.4)"), "{text}");
+    }
+
+    #[test]
+    fn lists_read_as_sentences() {
+        let items = |n: usize| (1..=n).map(|i| i.to_string()).collect::<Vec<_>>();
+        assert_eq!(join_and(&items(1)), "1");
+        assert_eq!(join_and(&items(2)), "1 and 2");
+        assert_eq!(join_and(&items(3)), "1, 2 and 3");
     }
 
     #[test]

@@ -1,0 +1,149 @@
+//! The model validation of [`super::model`] under MPI on this machine: the synthetic example
+//! built with the `mpi` feature, run by `mpirun --oversubscribe` with one rank per worker and
+//! one for the master, over the real transport (Open MPI's shared memory between the ranks of
+//! one node) instead of the emulated link. The same held-out scheme: calibrated on the runs at
+//! even `n`, scored on those at odd `n`.
+//!
+//! Only a few ranks fit: every rank is a process, and a waiting rank spins and yields before it
+//! sleeps, so the ranks' waits compete with the master for the 2 cores; `n` stops at
+//! [`MAX_WORKERS`].
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use mw_runtime::{PolicyName, RunMetrics};
+
+use super::children::{self, run_with_limit};
+use super::model::{CASES, Case, Observed, PAPER_SCALE, Sweep, calibrated, compare};
+use crate::BenchError;
+use crate::ideal::median;
+
+/// The most workers run under MPI (ranks: one more).
+pub const MAX_WORKERS: usize = 7;
+/// Tasks per iteration and iterations per run, as in the emulated sweep.
+const TASKS: usize = 720;
+const ITERATIONS: usize = 3;
+
+/// The cases run under MPI: one asynchronous and one synchronous, of the paper's smaller volume.
+pub fn cases() -> Vec<Case> {
+    CASES
+        .iter()
+        .copied()
+        .filter(|c| c.figure == "7(a)" || c.figure == "10(a)")
+        .collect()
+}
+
+/// The synthetic example built with the `mpi` feature, in release.
+fn synthetic_binary() -> Result<PathBuf, String> {
+    let mut build = children::cargo();
+    build.args(["build", "--release", "-p", "synthetic", "--features", "mpi"]);
+    build.args(["--message-format=json", "--manifest-path"]);
+    build.arg(children::workspace_manifest());
+    let out = run_with_limit(build, Duration::from_secs(1200))?;
+    let json = String::from_utf8_lossy(&out.stdout);
+    children::executable(&json, "synthetic", "bin").ok_or_else(|| {
+        format!(
+            "the synthetic example did not build with `--features mpi`: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        )
+    })
+}
+
+/// One run of `case` on `n` worker ranks; its metrics are read back from `dir`.
+fn observe(exe: &Path, dir: &Path, case: &Case, n: usize) -> Result<Observed, String> {
+    let tc = case.tc_ms;
+    let volume = case.volume_bytes as f64 * PAPER_SCALE;
+    let per_task = (volume as usize / TASKS / 2).to_string();
+    let metrics = dir.join(format!(
+        "run-{}-{n}.json",
+        case.figure.replace(['(', ')'], "")
+    ));
+    // The tunables go through a file: Open MPI reads `--tune` on the command line as its own.
+    let config = dir.join("Mw.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[run]\npolicy = \"{}\"\nprotocol = \"{}\"\n\n[tuning]\ntune = \"off\"\n",
+            PolicyName::Static,
+            case.protocol
+        ),
+    )
+    .map_err(|e| format!("cannot write `{}`: {e}", config.display()))?;
+    let mut command = Command::new("mpirun");
+    command.env("OMPI_ALLOW_RUN_AS_ROOT", "1");
+    command.env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
+    command.args(["--oversubscribe", "-np", &(n + 1).to_string()]);
+    command.arg(exe);
+    command.args(["--tasks", &TASKS.to_string()]);
+    command.args(["--iterations", &ITERATIONS.to_string()]);
+    command.args(["--mean-ms", &(tc / TASKS as f64).to_string()]);
+    command.args(["--stddev", "0", "--task-bytes", &per_task]);
+    command.args(["--result-bytes", &per_task, "--backend", "mpi", "--quiet"]);
+    command.arg("--config").arg(&config);
+    command.arg("--metrics").arg(&metrics);
+    let out = run_with_limit(command, Duration::from_secs(120))?;
+    if !out.status.success() {
+        return Err(format!(
+            "mpirun -np {} failed: {}",
+            n + 1,
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    let text = std::fs::read_to_string(&metrics)
+        .map_err(|e| format!("no metrics at `{}`: {e}", metrics.display()))?;
+    let m: RunMetrics = serde_json::from_str(&text)
+        .map_err(|e| format!("metrics at `{}`: {e}", metrics.display()))?;
+    let its = &m.iterations;
+    let last = its.last();
+    Ok(Observed {
+        time_ms: median(&its.iter().map(|i| i.time_ms).collect::<Vec<_>>()),
+        lm_ms: median(&its.iter().map(|i| i.lm_ms).collect::<Vec<_>>()),
+        mo_ms: its.iter().rev().find_map(|i| i.mo_ms),
+        k_ms_per_byte: its.iter().rev().find_map(|i| i.k_ms_per_byte),
+        volume_bytes: last.map_or(0.0, |i| i.volume_bytes as f64),
+        alpha: last.map_or(0.5, |i| i.alpha),
+        // Equal tasks: the drawn task time is the mean's.
+        tc_ms: tc,
+    })
+}
+
+/// The sweeps of [`cases`] under MPI, n = 2..[`MAX_WORKERS`]; an error says why they could not
+/// run (no `mpirun`, the build failed, a run failed).
+pub fn sweeps() -> Result<Vec<Sweep>, String> {
+    if !children::mpirun_available() {
+        return Err("no `mpirun` on the PATH".into());
+    }
+    let exe = synthetic_binary()?;
+    let dir = std::env::temp_dir().join(format!("mw-bench-model-mpi-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).map_err(|e| format!("`{}`: {e}", dir.display()))?;
+    let result = (|| {
+        let mut sweeps = Vec::new();
+        for case in cases() {
+            let (mut observed, mut runs, mut calibrated_on) = (Vec::new(), Vec::new(), Vec::new());
+            for n in 2..=MAX_WORKERS {
+                let o = observe(&exe, &dir, &case, n)?;
+                observed.push((n, o.time_ms));
+                if n % 2 == 0 {
+                    runs.push(o);
+                    calibrated_on.push(n);
+                }
+            }
+            let Some(params) = calibrated(&runs) else {
+                continue;
+            };
+            let sweep = compare(
+                case.figure,
+                case.protocol,
+                &params,
+                &observed,
+                &calibrated_on,
+            )
+            .map_err(|BenchError(e)| e)?;
+            sweeps.push(sweep);
+        }
+        Ok(sweeps)
+    })();
+    let _ = std::fs::remove_dir_all(&dir);
+    result
+}
