@@ -48,7 +48,8 @@ pub struct Row {
     pub worker_hours: f64,
     /// Total processing time / (workers × total time).
     pub efficiency: f64,
-    /// Share of an iteration the master is busy sending and recovering.
+    /// Share of an iteration the master is busy (sending and recovering) or one of its links
+    /// is, whichever is more.
     pub master_busy: f64,
 }
 

@@ -39,7 +39,7 @@ Example:
 
 /// The most worker counts a range is evaluated at; longer ranges are thinned evenly on a log
 /// scale, keeping both ends.
-pub const MAX_COUNTS: usize = 200;
+pub const MAX_COUNTS: usize = 100;
 /// The largest worker count accepted.
 pub const MAX_WORKERS: usize = 1_000_000;
 
@@ -480,7 +480,7 @@ fn print_table(
     match f.master_bottleneck {
         Some(n) => writeln!(
             out,
-            "master:     the bottleneck from {n} workers (busy {:.0} % of an iteration or more)",
+            "master:     the bottleneck from {n} workers (it or its link busy {:.0} % of an iteration or more)",
             100.0 * forecast::MASTER_SATURATED
         )?,
         None => writeln!(

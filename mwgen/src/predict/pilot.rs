@@ -158,7 +158,9 @@ pub fn from_metrics(m: &RunMetrics) -> Result<Pilot, (String, &'static str)> {
             / i.tasks as f64
     });
     let result_bytes = mean(&|i| i.bytes_from_workers as f64 / i.tasks as f64);
-    let iteration_ms = mean(&|i| i.time_ms);
+    // Medians where one disturbed iteration (a busy machine, a backup copy) would pull a
+    // mean far off.
+    let iteration_ms = median(steady.iter().map(|i| i.time_ms)).unwrap_or(last.time_ms);
     let measured_ms: f64 = m.iterations.iter().map(|i| i.time_ms).sum();
     let warmup_ms = if finished.len() > 1 {
         (finished[0].time_ms - iteration_ms).max(0.0)
@@ -182,9 +184,9 @@ pub fn from_metrics(m: &RunMetrics) -> Result<Pilot, (String, &'static str)> {
         task_bytes,
         result_bytes,
         shared_bytes,
-        master_ms_per_task: mean(&|i| i.lm_ms / i.tasks as f64),
-        mo_ms: finished.iter().rev().find_map(|i| i.mo_ms),
-        k_ms_per_byte: finished.iter().rev().find_map(|i| i.k_ms_per_byte),
+        master_ms_per_task: median(steady.iter().map(|i| i.lm_ms / i.tasks as f64)).unwrap_or(0.0),
+        mo_ms: median(finished.iter().filter_map(|i| i.mo_ms)),
+        k_ms_per_byte: median(finished.iter().filter_map(|i| i.k_ms_per_byte)),
         prefetch: usize::from(
             protocol == Protocol::Async && steady.iter().any(|i| i.prefetched > 0),
         ),
@@ -194,6 +196,21 @@ pub fn from_metrics(m: &RunMetrics) -> Result<Pilot, (String, &'static str)> {
         fixed_ms: (m.total_ms - measured_ms).max(0.0),
         decisions: m.decisions.len(),
         faults: m.failures.len() + steady.iter().map(|i| i.backups).sum::<usize>(),
+    })
+}
+
+/// The median of finite values, `None` without any.
+fn median(values: impl Iterator<Item = f64>) -> Option<f64> {
+    let mut v: Vec<f64> = values.filter(|x| x.is_finite()).collect();
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(f64::total_cmp);
+    let mid = v.len() / 2;
+    Some(if v.len() % 2 == 0 {
+        (v[mid - 1] + v[mid]) / 2.0
+    } else {
+        v[mid]
     })
 }
 

@@ -50,8 +50,8 @@ pub struct Spec<'a> {
 pub struct Outcome {
     /// Iteration time, in ms.
     pub time_ms: f64,
-    /// Time the master spent sending and recovering, in ms: near `time_ms`, it is the
-    /// bottleneck and more workers only wait for it.
+    /// Time the master or one of its links was busy, whichever was busier, in ms: near
+    /// `time_ms`, the master is the bottleneck and more workers only wait for it.
     pub master_busy_ms: f64,
     /// Chunks cut.
     pub chunks: usize,
@@ -142,7 +142,10 @@ struct Run<'a> {
     master_free: f64,
     wire_free: f64,
     wire_in_free: f64,
+    /// Time the master spent sending and recovering, and each link spent moving bytes.
     master_busy: f64,
+    wire_busy: f64,
+    wire_in_busy: f64,
     remaining: usize,
     chunks: usize,
     held: Vec<Held>,
@@ -165,6 +168,7 @@ impl Run<'_> {
             Protocol::Async => {
                 self.master_free = start + mo;
                 self.master_busy += mo;
+                self.wire_busy += k * bytes;
                 self.wire_free = self.wire_free.max(start + mo) + k * bytes;
                 self.wire_free
             }
@@ -240,6 +244,8 @@ fn once(spec: &Spec<'_>, stats: &TaskStats, rng: &mut Normal) -> Outcome {
         wire_free: 0.0,
         wire_in_free: 0.0,
         master_busy: 0.0,
+        wire_busy: 0.0,
+        wire_in_busy: 0.0,
         remaining: spec.tasks,
         chunks: 0,
         held: vec![Held::default(); n],
@@ -258,6 +264,7 @@ fn once(spec: &Spec<'_>, stats: &TaskStats, rng: &mut Normal) -> Outcome {
         // start-up time is paid by each in parallel.
         let bytes = back.tasks as f64 * spec.result_bytes;
         run.wire_in_free = run.wire_in_free.max(back.at) + spec.k_ms_per_byte * bytes;
+        run.wire_in_busy += spec.k_ms_per_byte * bytes;
         let arrived = run.wire_in_free + spec.mo_ms;
         let recover = spec.recover_ms_per_task * back.tasks as f64;
         run.master_free = run.master_free.max(arrived) + recover;
@@ -270,7 +277,9 @@ fn once(spec: &Spec<'_>, stats: &TaskStats, rng: &mut Normal) -> Outcome {
     }
     Outcome {
         time_ms: run.master_free + spec.serial_ms,
-        master_busy_ms: run.master_busy + spec.serial_ms,
+        master_busy_ms: (run.master_busy + spec.serial_ms)
+            .max(run.wire_busy)
+            .max(run.wire_in_busy),
         chunks: run.chunks,
     }
 }
