@@ -34,7 +34,7 @@ within 10 % of the fastest, the MCMC, where the master becomes the bottleneck, a
 line, and what the prediction cannot vouch for.
 
 Example:
-  synthetic --workers 4 --tune off --iterations 3 --metrics pilot.json
+  synthetic --workers 4 --tune off --iterations 4 --metrics pilot.json
   mwgen predict --metrics pilot.json --workers 1..64 --iterations 100";
 
 /// The most worker counts a range is evaluated at; longer ranges are thinned evenly on a log
@@ -488,6 +488,14 @@ fn print_table(
             "master:     not the bottleneck at any count asked (busy under {:.0} %)",
             100.0 * forecast::MASTER_SATURATED
         )?,
+    }
+    let fastest = f.rows.iter().find(|r| r.workers == f.best_time);
+    if let Some(r) = fastest.filter(|r| Some(r.workers) != f.rows.last().map(|l| l.workers)) {
+        writeln!(
+            out,
+            "            at the fastest count it or its link is busy {:.0} %: more workers only add messages",
+            100.0 * r.master_busy
+        )?;
     }
     writeln!(out, "sbatch:     {}", sbatch.line)?;
     for c in &f.caveats {
