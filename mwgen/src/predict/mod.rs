@@ -1,7 +1,7 @@
 //! `mwgen predict`: a whole run predicted from the metrics of a short pilot run, for each
 //! worker count asked, to choose how many workers to book and for how long.
 //!
-//! [`pilot`] reduces the pilot's metrics to the parameters it measured; [`forecast`] predicts
+//! [`pilot`] reduces the pilot's metrics to the parameters it measured; [`forecast()`] predicts
 //! with the model of Cesar et al. 2006 where its assumptions hold and with the event
 //! simulation of [`simulate`] elsewhere; this file holds the flags and the output.
 
