@@ -22,6 +22,8 @@ pub struct Request {
     pub k_ms_per_byte: Option<f64>,
     /// A policy other than the pilot's.
     pub policy: Option<PolicyName>,
+    /// A range asked was longer than `MAX_COUNTS` and evaluated at some of its counts only.
+    pub thinned: bool,
 }
 
 /// A time within this share of the best counts as good as the best, for the cheapest choice.
@@ -304,6 +306,12 @@ fn caveats(
         out.push(format!(
             "the pilot's {} workers ran at different speeds: larger counts repeat that mix",
             pilot.worker_speeds.len()
+        ));
+    }
+    if req.thinned {
+        out.push(format!(
+            "the range was evaluated at {} counts spread evenly on a log scale, not at every count: the fastest and cheapest are among those",
+            req.workers.len()
         ));
     }
     if pilot.faults > 0 {

@@ -267,6 +267,7 @@ fn request(args: &PredictArgs, pilot: &pilot::Pilot) -> Result<Request, CliError
         (None, None) => None,
     };
     Ok(Request {
+        thinned: thinned(&args.workers),
         workers,
         iterations,
         tasks,
@@ -334,6 +335,21 @@ pub fn parse_workers(spec: &str) -> Result<Vec<usize>, CliError> {
     counts.sort_unstable();
     counts.dedup();
     Ok(counts)
+}
+
+/// Whether a range of `spec` (already checked by [`parse_workers`]) was thinned.
+fn thinned(spec: &str) -> bool {
+    spec.split(',').any(|part| {
+        part.split_once("..").is_some_and(|(a, b)| {
+            let a = a.trim().parse::<usize>().unwrap_or(0);
+            let b = b
+                .trim()
+                .trim_start_matches('=')
+                .parse::<usize>()
+                .unwrap_or(0);
+            b >= a + MAX_COUNTS
+        })
+    })
 }
 
 /// Every count of `a..=b`, or [`MAX_COUNTS`] of them evenly spread on a log scale.

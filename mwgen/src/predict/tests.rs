@@ -57,6 +57,7 @@ fn request(workers: &str, iterations: usize) -> Request {
         mo_ms: None,
         k_ms_per_byte: None,
         policy: None,
+        thinned: false,
     }
 }
 
@@ -72,6 +73,7 @@ fn worker_counts_parse_as_one_a_list_or_a_range() {
         long.len()
     );
     assert_eq!((long[0], *long.last().unwrap()), (1, 10_000));
+    assert!(thinned("1..10000") && thinned("4,2..5000") && !thinned("1..64,100"));
     for bad in ["0", "4..2", "x", "1..", "-3"] {
         let e = parse_workers(bad).unwrap_err().to_string();
         assert!(
