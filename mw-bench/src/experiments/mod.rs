@@ -4,6 +4,7 @@ pub mod children;
 pub mod model;
 pub mod overhead;
 pub mod policies;
+pub mod predict;
 pub mod workers;
 
 use mw_runtime::{BackendChoice, RunArgs};
