@@ -14,7 +14,8 @@
 //!   (Cesar et al. 2006, Figs. 7–10 and Tables 1–4);
 //! - `xfire` — the factor fixed against tuned on the forest-fire example under variable load
 //!   (Morajko et al. 2005, Table 2 and Fig. 2);
-//! - `overhead` — the runtime against hand-written baselines (rayon, rsmpi, bincode, no trace).
+//! - `overhead` — the runtime against hand-written baselines (rayon, rsmpi, bincode, no trace);
+//! - `predict` — whole runs predicted from a pilot's metrics (`mwgen predict`) against real runs.
 //!
 //! Experiments run in this process through `mw_runtime::run_config` and the synthetic and xfire
 //! examples' libraries; only the rayon and rsmpi comparisons start other programs (the N-Body example and
@@ -61,6 +62,8 @@ pub enum Command {
     Xfire(Options),
     /// The runtime against rayon, rsmpi, bincode, and itself without the trace
     Overhead(Options),
+    /// Whole runs predicted from a pilot's metrics (mwgen predict) against real runs
+    Predict(Options),
 }
 
 /// Options every subcommand takes.
@@ -133,6 +136,7 @@ pub fn run(cli: &Cli) -> Result<PathBuf, BenchError> {
         Command::Model(o) => (o, &[Experiment::Model]),
         Command::Xfire(o) => (o, &[Experiment::Xfire]),
         Command::Overhead(o) => (o, &[Experiment::Overhead]),
+        Command::Predict(o) => (o, &[Experiment::Predict]),
     };
     let started = Instant::now();
     let mut sections = Vec::new();
@@ -198,6 +202,7 @@ fn command_line(cli: &Cli) -> String {
         Command::Model(o) => ("model", o),
         Command::Xfire(o) => ("xfire", o),
         Command::Overhead(o) => ("overhead", o),
+        Command::Predict(o) => ("predict", o),
     };
     let mut text = format!(
         "cargo run --release -p mw-bench -- {name} -o {}",
@@ -220,15 +225,17 @@ pub enum Experiment {
     Model,
     Xfire,
     Overhead,
+    Predict,
 }
 
 impl Experiment {
-    pub const ALL: [Experiment; 5] = [
+    pub const ALL: [Experiment; 6] = [
         Experiment::Policies,
         Experiment::Workers,
         Experiment::Model,
         Experiment::Xfire,
         Experiment::Overhead,
+        Experiment::Predict,
     ];
 
     pub fn name(self) -> &'static str {
@@ -238,6 +245,7 @@ impl Experiment {
             Experiment::Model => "model",
             Experiment::Xfire => "xfire",
             Experiment::Overhead => "overhead",
+            Experiment::Predict => "predict",
         }
     }
 
@@ -248,6 +256,7 @@ impl Experiment {
             Experiment::Model => experiments::model::run(size),
             Experiment::Xfire => experiments::xfire::run(size),
             Experiment::Overhead => experiments::overhead::run(size),
+            Experiment::Predict => experiments::predict::run(size),
         }
     }
 }

@@ -12,6 +12,7 @@ pub mod ctl;
 pub mod error;
 pub mod model;
 pub mod new;
+pub mod predict;
 pub mod report;
 
 pub use error::CliError;
@@ -34,6 +35,9 @@ pub enum Command {
     /// Create a Master/Worker project from the definitions of its messages
     #[command(long_about = new::LONG_ABOUT)]
     New(new::NewArgs),
+    /// Predict a whole run from a short pilot run's metrics, for each worker count asked
+    #[command(long_about = predict::LONG_ABOUT)]
+    Predict(predict::PredictArgs),
     /// Draw plots of a run from its metrics (and trace) into a folder, with an HTML page
     #[command(long_about = report::LONG_ABOUT)]
     Report(report::ReportArgs),
@@ -50,6 +54,7 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> Result<(), CliError> {
     match cli.command {
         Command::Model(args) => model::run(&args, out),
         Command::New(args) => new::run(&args, out),
+        Command::Predict(args) => predict::run(&args, out),
         Command::Report(args) => report::run(&args, out),
         Command::Ctl(args) => ctl::run(&args, out),
     }

@@ -5,6 +5,7 @@ pub mod model;
 pub mod model_mpi;
 pub mod overhead;
 pub mod policies;
+pub mod predict;
 pub mod workers;
 pub mod xfire;
 
