@@ -46,7 +46,7 @@ impl Default for FaultConfig {
         FaultConfig {
             task_retries: 2,
             on_task_failure: OnTaskFailure::Fail,
-            backup_after: 3.0,
+            backup_after: 2.0,
             liveness: Duration::from_secs(60),
         }
     }
@@ -76,7 +76,7 @@ impl FaultConfig {
                     self.backup_after
                 ),
                 "give how many times its expected time a chunk may take before a copy is sent \
-                 to an idle worker (at least 1, default 3), or 0 for never",
+                 to an idle worker (at least 1, default 2), or 0 for never",
             ));
         }
         if self.liveness < Duration::from_millis(100) {

@@ -138,7 +138,7 @@ pub struct RunArgs {
     /// What a task that failed every attempt does: end the run (`fail`), or go on without it, telling the master's `task_failed` (`skip`) [default: fail]
     #[arg(long, value_name = "WHAT", help_heading = "Faults")]
     pub on_task_failure: Option<OnTaskFailure>,
-    /// Copy a chunk to an idle worker once it has been out this many times its expected time; the first answer wins; 0: never [default: 3]
+    /// Copy a chunk to an idle worker once it has been out this many times its expected time; the first answer wins; 0: never [default: 2]
     #[arg(long, value_name = "TIMES", value_parser = faults::parse_backup, help_heading = "Faults")]
     pub backup_after: Option<f64>,
     /// Save what the run needs to go on (the master's `checkpoint` hook, the iteration, the tunables) to this file at every iteration boundary
