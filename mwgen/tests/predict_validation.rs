@@ -49,7 +49,7 @@ fn run(bin: &Path, setup: &[&str], workers: usize, iterations: usize, metrics: &
             "200",
             "--mean-ms",
             "1",
-            "--tune",
+            "--tuning",
             "off",
             "--quiet",
         ])

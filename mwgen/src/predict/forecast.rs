@@ -263,7 +263,7 @@ fn caveats(
     let mut out = Vec::new();
     if pilot.decisions > 0 {
         out.push(format!(
-            "the pilot's tuner changed its tunables {} times: this assumes the last iteration's (factor {}) held for the whole run; run the pilot with `--tune off` for a firmer prediction",
+            "the pilot's tuner changed its tunables {} times: this assumes the last iteration's (factor {}) held for the whole run; run the pilot with `--tuning off` for a firmer prediction",
             pilot.decisions, pilot.factor
         ));
     }

@@ -34,7 +34,7 @@ within 10 % of the fastest, the MCMC, where the master becomes the bottleneck, a
 line, and what the prediction cannot vouch for.
 
 Example:
-  synthetic --workers 4 --tune off --iterations 4 --metrics pilot.json
+  synthetic --workers 4 --tuning off --iterations 4 --metrics pilot.json
   mwgen predict --metrics pilot.json --workers 1..64 --iterations 100";
 
 /// The most worker counts a range is evaluated at; longer ranges are thinned evenly on a log
@@ -381,7 +381,7 @@ fn sbatch(f: &Forecast, pilot: &pilot::Pilot, cores: usize) -> Sbatch {
     let seconds = total_ms / 1000.0 * (1.0 + 2.0 * f.uncertainty) + 300.0;
     let wall = (seconds / 60.0).ceil() as u64 * 60;
     let line = format!(
-        "sbatch --nodes={nodes} --ntasks={tasks} --time={} --wrap 'srun ./{} --backend mpi --tune off'",
+        "sbatch --nodes={nodes} --ntasks={tasks} --time={} --wrap 'srun ./{} --backend mpi --tuning off'",
         slurm_time(wall),
         pilot.app
     );
