@@ -81,13 +81,16 @@ fn a_traced_run_shows_every_worker_chunk_and_decision() {
     // The last partition returns no tasks and ends the run.
     assert_eq!(with(&json, "X", "partition").len(), 4);
 
-    // One do_work per chunk cut (the panicked one re-ran elsewhere), on a worker's track,
-    // inside its iteration, and a worker never works on two chunks at once.
+    // One do_work per chunk cut, plus one per failed task run again elsewhere (worker 0 fails
+    // every task it gets in iteration 1) and per late chunk copied, on a worker's track, inside
+    // its iteration, and a worker never works on two chunks at once.
     let chunks: usize = metrics.iterations.iter().map(|it| it.chunks).sum();
+    let backups: usize = metrics.iterations.iter().map(|it| it.backups).sum();
     let work = with(&json, "X", "do_work");
     let retried = metrics.failures.len();
-    assert_eq!(retried, 1);
-    assert_eq!(work.len(), chunks);
+    assert!(retried >= 1);
+    assert!(metrics.failures.iter().all(|f| f.worker == 0 && f.iteration == 1));
+    assert_eq!(work.len(), chunks + retried + backups);
     let mut per_worker: HashMap<u64, Vec<(f64, f64)>> = HashMap::new();
     for e in &work {
         let pid = e["pid"].as_u64().unwrap();
@@ -110,12 +113,11 @@ fn a_traced_run_shows_every_worker_chunk_and_decision() {
         }
     }
     let sends = with(&json, "X", "send chunk").len();
-    assert_eq!(
-        sends,
-        work.len() + retried,
-        "every chunk sent was worked on or failed"
-    );
-    assert_eq!(with(&json, "X", "recover").len(), work.len());
+    // A chunk with a failed task is answered too, with the tasks that did not fail.
+    assert_eq!(sends, work.len(), "every chunk sent was worked on");
+    // An answer a copy beat is dropped, not recovered.
+    let recovered = with(&json, "X", "recover").len();
+    assert!(recovered <= work.len() && recovered >= work.len() - backups);
 
     // Arrows: out and back for every finished chunk, each with one start and one end.
     // Events are in time order, so an arrow's start comes before its end.
@@ -159,9 +161,9 @@ fn a_traced_run_shows_every_worker_chunk_and_decision() {
             .iter()
             .all(|d| d["args"]["reason"] == "application")
     );
-    let panics = with(&json, "i", "do_work panicked");
-    assert_eq!(panics.len(), 1);
-    assert_eq!(panics[0]["pid"], 2);
+    let panics = with(&json, "i", "task failed");
+    assert!(!panics.is_empty());
+    assert!(panics.iter().all(|p| p["pid"] == 2));
 
     assert_eq!(json["otherData"]["slices_dropped"], 0);
     assert_eq!(json["otherData"]["backend"], "local");

@@ -383,7 +383,7 @@ fn write_item(
                     "message": failure.message,
                 })),
                 ..Event::new(
-                    "do_work panicked",
+                    "task failed",
                     "failure",
                     "i",
                     failure.at,

@@ -248,6 +248,17 @@ impl Trace {
                 let chunk = held.map_or(done.chunk, |h| h.chunk);
                 let tasks = done.results.len();
                 let arrived = r.push(Kind::Receive(Answer::Results), worker, chunk, tasks, start);
+                if let Some((_, why)) = done.failed.first() {
+                    let iteration = r.iteration;
+                    let n = done.failed.len();
+                    r.failures.push(FailureMark {
+                        at: arrived,
+                        worker: saturate(worker),
+                        chunk,
+                        iteration,
+                        message: format!("{n} task(s) failed, the first: {why}"),
+                    });
+                }
                 if let Some(held) = held.filter(|h| h.chunk == done.chunk) {
                     match done.began {
                         Some(began) => r.work_at(worker, held, r.ns(began), done.busy_ns),

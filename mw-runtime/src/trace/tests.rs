@@ -380,7 +380,7 @@ fn a_panicked_chunk_is_an_instant_on_its_worker() {
     trace.received(mark, 1, &failed);
     trace.iteration_ends(0, started);
     let json = written(&trace, &metrics(vec![iteration(0, 2, None)], vec![]));
-    let panics = named(&json, "i", "do_work panicked");
+    let panics = named(&json, "i", "task failed");
     assert_eq!(panics.len(), 1);
     assert_eq!(panics[0]["pid"], 3);
     assert_eq!(panics[0]["args"]["message"], "index out of bounds");
