@@ -89,7 +89,12 @@ fn a_traced_run_shows_every_worker_chunk_and_decision() {
     let work = with(&json, "X", "do_work");
     let retried = metrics.failures.len();
     assert!(retried >= 1);
-    assert!(metrics.failures.iter().all(|f| f.worker == 0 && f.iteration == 1));
+    assert!(
+        metrics
+            .failures
+            .iter()
+            .all(|f| f.worker == 0 && f.iteration == 1)
+    );
     assert_eq!(work.len(), chunks + retried + backups);
     let mut per_worker: HashMap<u64, Vec<(f64, f64)>> = HashMap::new();
     for e in &work {
