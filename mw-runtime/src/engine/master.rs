@@ -759,6 +759,10 @@ where
             }
         }
         round.workers = round.active.iter().filter(|&&a| a).count().max(1);
+        if !self.own_policy && current.policy != self.policy_name {
+            self.policy = current.policy.build();
+            self.policy_name = current.policy;
+        }
         self.plan(round);
         Ok(())
     }
