@@ -12,7 +12,8 @@
 //!   (Caymes-Scutari et al., POETRIES, Tables 1–2 and Figs. 2–5);
 //! - `model` — the model's predicted iteration time and performance index against measured ones
 //!   (Cesar et al. 2006, Figs. 7–10 and Tables 1–4);
-//! - `overhead` — the runtime against hand-written baselines (rayon, rsmpi, bincode, no trace).
+//! - `overhead` — the runtime against hand-written baselines (rayon, rsmpi, bincode, no trace);
+//! - `heterogeneous` — every policy and `--policy auto` on workers of unequal speed.
 //!
 //! Experiments run in this process through `mw_runtime::run_config` and the synthetic example's
 //! library; only the rayon and rsmpi comparisons start other programs (the N-Body example and
@@ -57,6 +58,8 @@ pub enum Command {
     Model(Options),
     /// The runtime against rayon, rsmpi, bincode, and itself without the trace
     Overhead(Options),
+    /// Every policy and `auto` on workers of unequal speed (steady and variable load)
+    Heterogeneous(Options),
 }
 
 /// Options every subcommand takes.
@@ -128,6 +131,7 @@ pub fn run(cli: &Cli) -> Result<PathBuf, BenchError> {
         Command::Workers(o) => (o, &[Experiment::Workers]),
         Command::Model(o) => (o, &[Experiment::Model]),
         Command::Overhead(o) => (o, &[Experiment::Overhead]),
+        Command::Heterogeneous(o) => (o, &[Experiment::Heterogeneous]),
     };
     let started = Instant::now();
     let mut sections = Vec::new();
@@ -192,6 +196,7 @@ fn command_line(cli: &Cli) -> String {
         Command::Workers(o) => ("workers", o),
         Command::Model(o) => ("model", o),
         Command::Overhead(o) => ("overhead", o),
+        Command::Heterogeneous(o) => ("heterogeneous", o),
     };
     let mut text = format!(
         "cargo run --release -p mw-bench -- {name} -o {}",
@@ -213,14 +218,16 @@ pub enum Experiment {
     Workers,
     Model,
     Overhead,
+    Heterogeneous,
 }
 
 impl Experiment {
-    pub const ALL: [Experiment; 4] = [
+    pub const ALL: [Experiment; 5] = [
         Experiment::Policies,
         Experiment::Workers,
         Experiment::Model,
         Experiment::Overhead,
+        Experiment::Heterogeneous,
     ];
 
     pub fn name(self) -> &'static str {
@@ -229,6 +236,7 @@ impl Experiment {
             Experiment::Workers => "workers",
             Experiment::Model => "model",
             Experiment::Overhead => "overhead",
+            Experiment::Heterogeneous => "heterogeneous",
         }
     }
 
@@ -238,6 +246,7 @@ impl Experiment {
             Experiment::Workers => experiments::workers::run(size),
             Experiment::Model => experiments::model::run(size),
             Experiment::Overhead => experiments::overhead::run(size),
+            Experiment::Heterogeneous => experiments::heterogeneous::run(size),
         }
     }
 }

@@ -57,10 +57,13 @@ impl PolicyTunlet {
         obs: &Observation,
         s: &Setting<'_>,
     ) -> Option<Proposal> {
-        if s.tasks == 0 {
+        let n = s.workers.min(s.tasks).max(1);
+        // Until every worker taking part has been measured the simulation would see them all
+        // at the pooled speed, and choose for identical workers.
+        if s.tasks == 0 || est.workers.iter().filter(|m| m.count() > 0).count() < n {
             return None;
         }
-        let workers = sim_workers(est, s.workers.min(s.tasks).max(1));
+        let workers = sim_workers(est, n);
         let key = Key::new(est, s, &workers);
         if !self
             .last
