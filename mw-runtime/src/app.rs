@@ -236,7 +236,8 @@ pub struct Iteration {
     pub workers: usize,
     /// The distribution factor.
     pub factor: f64,
-    /// The distribution policy.
+    /// The distribution policy: the one named by `--policy` or chosen by `auto`, the
+    /// configured name still when the program brought its own ([`Setup::policy`]).
     pub policy: PolicyName,
 }
 

@@ -318,3 +318,20 @@ fn a_policy_out_of_bounds_is_named() {
     let e = checked(&Greedy, 0, 10).unwrap_err().to_string();
     assert!(e.contains("`greedy` returned an empty chunk"), "{e}");
 }
+
+#[test]
+fn auto_cannot_be_set_while_running_but_every_other_policy_can() {
+    use crate::tunables::Change;
+    let e = Change::parse("policy", "auto")
+        .unwrap()
+        .validate(4)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("`auto`") && e.contains("--policy auto"), "{e}");
+    for name in PolicyName::ALL
+        .into_iter()
+        .filter(|&p| p != PolicyName::Auto)
+    {
+        assert!(Change::Policy(name).validate(4).is_ok(), "{name}");
+    }
+}
