@@ -15,7 +15,8 @@
 //! - `xfire` — the factor fixed against tuned on the forest-fire example under variable load
 //!   (Morajko et al. 2005, Table 2 and Fig. 2);
 //! - `overhead` — the runtime against hand-written baselines (rayon, rsmpi, bincode, no trace);
-//! - `predict` — whole runs predicted from a pilot's metrics (`mwgen predict`) against real runs.
+//! - `predict` — whole runs predicted from a pilot's metrics (`mwgen predict`) against real runs;
+//! - `heterogeneous` — every policy and `--policy auto` on workers of unequal speed.
 //!
 //! Experiments run in this process through `mw_runtime::run_config` and the synthetic and xfire
 //! examples' libraries; only the rayon and rsmpi comparisons start other programs (the N-Body example and
@@ -64,6 +65,8 @@ pub enum Command {
     Overhead(Options),
     /// Whole runs predicted from a pilot's metrics (mwgen predict) against real runs
     Predict(Options),
+    /// Every policy and `auto` on workers of unequal speed (steady and variable load)
+    Heterogeneous(Options),
 }
 
 /// Options every subcommand takes.
@@ -137,6 +140,7 @@ pub fn run(cli: &Cli) -> Result<PathBuf, BenchError> {
         Command::Xfire(o) => (o, &[Experiment::Xfire]),
         Command::Overhead(o) => (o, &[Experiment::Overhead]),
         Command::Predict(o) => (o, &[Experiment::Predict]),
+        Command::Heterogeneous(o) => (o, &[Experiment::Heterogeneous]),
     };
     let started = Instant::now();
     let mut sections = Vec::new();
@@ -203,6 +207,7 @@ fn command_line(cli: &Cli) -> String {
         Command::Xfire(o) => ("xfire", o),
         Command::Overhead(o) => ("overhead", o),
         Command::Predict(o) => ("predict", o),
+        Command::Heterogeneous(o) => ("heterogeneous", o),
     };
     let mut text = format!(
         "cargo run --release -p mw-bench -- {name} -o {}",
@@ -226,16 +231,18 @@ pub enum Experiment {
     Xfire,
     Overhead,
     Predict,
+    Heterogeneous,
 }
 
 impl Experiment {
-    pub const ALL: [Experiment; 6] = [
+    pub const ALL: [Experiment; 7] = [
         Experiment::Policies,
         Experiment::Workers,
         Experiment::Model,
         Experiment::Xfire,
         Experiment::Overhead,
         Experiment::Predict,
+        Experiment::Heterogeneous,
     ];
 
     pub fn name(self) -> &'static str {
@@ -246,6 +253,7 @@ impl Experiment {
             Experiment::Xfire => "xfire",
             Experiment::Overhead => "overhead",
             Experiment::Predict => "predict",
+            Experiment::Heterogeneous => "heterogeneous",
         }
     }
 
@@ -257,6 +265,7 @@ impl Experiment {
             Experiment::Xfire => experiments::xfire::run(size),
             Experiment::Overhead => experiments::overhead::run(size),
             Experiment::Predict => experiments::predict::run(size),
+            Experiment::Heterogeneous => experiments::heterogeneous::run(size),
         }
     }
 }

@@ -4,7 +4,7 @@ use std::fmt;
 
 use crate::codec::Message;
 use crate::config::Protocol;
-use crate::policy::PolicyName;
+use crate::policy::{Policy, PolicyName};
 use crate::tunables::TunablesHandle;
 
 /// The master's hooks: cut each iteration's work into tasks and put the results together.
@@ -236,7 +236,8 @@ pub struct Iteration {
     pub workers: usize,
     /// The distribution factor.
     pub factor: f64,
-    /// The distribution policy.
+    /// The distribution policy: the one named by `--policy` or chosen by `auto`, the
+    /// configured name still when the program brought its own ([`Setup::policy`]).
     pub policy: PolicyName,
 }
 
@@ -251,6 +252,8 @@ pub struct Setup {
     pub(crate) iterations: Option<usize>,
     /// Tasks streamed ahead of the workers ([`Master::more_tasks`]).
     pub(crate) stream_ahead: usize,
+    /// The program's own distribution policy, if it brought one.
+    pub(crate) policy: Option<Box<dyn Policy>>,
 }
 
 impl Setup {
@@ -288,6 +291,16 @@ impl Setup {
     /// raise it for tasks of microseconds, whose chunks must be large to pay for a message.
     pub fn stream_ahead(&mut self, tasks: usize) {
         self.stream_ahead = tasks.max(1);
+    }
+
+    /// Cuts every iteration's tasks with a policy of the program's own instead of the one
+    /// named by `--policy` (see [`crate::policy`] for the trait and an example). It is kept for
+    /// the whole run: the tuner may still change `factor` and `nworkers`, which it is told in
+    /// each [`Plan`](crate::policy::Plan), but not the policy, and the metrics record its
+    /// [`name`](Policy::name). A chunk it sizes at 0 tasks, or at more than remain, ends the
+    /// run with an error naming it.
+    pub fn policy(&mut self, policy: Box<dyn Policy>) {
+        self.policy = Some(policy);
     }
 }
 

@@ -54,6 +54,11 @@ impl Change {
                 format!("choose between 1 and the pool of {pool} workers (see --max-workers)"),
             )),
             Change::Factor(f) => check_factor(f),
+            Change::Policy(PolicyName::Auto) => Err(Error::config(
+                "error: `policy` cannot be set to `auto` while the program runs",
+                "`auto` is chosen when the run starts (`--policy auto`); set a policy by name, \
+                 e.g. `wf`",
+            )),
             _ => Ok(()),
         }
     }

@@ -1,6 +1,7 @@
 //! The experiments, one module each, and the one way they run the synthetic program.
 
 pub mod children;
+pub mod heterogeneous;
 pub mod model;
 pub mod model_mpi;
 pub mod overhead;

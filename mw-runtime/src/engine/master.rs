@@ -15,7 +15,7 @@ use crate::config::RunConfig;
 use crate::error::{Error, ErrorKind, Result};
 use crate::measure::{Facts, Probe, TaskStats};
 use crate::metrics::{Failure, IterationMetrics, RunMetrics};
-use crate::policy::{self, Ask, Plan, Policy, PolicyName};
+use crate::policy::{self, Ask, ChunkDone, Plan, Policy, PolicyName};
 use crate::progress::Progress;
 use crate::trace::{MasterWork, Trace};
 use crate::transport::{Chunk, Done, Failed, FromWorker, MasterLink, ToWorker};
@@ -63,6 +63,7 @@ where
         tunables,
         policy: config.policy.build(),
         policy_name: config.policy,
+        own_policy: false,
         healthy: vec![true; pool],
         standing: vec![Standing::new(started); pool],
         saver: Saver::default(),
@@ -122,6 +123,8 @@ struct Engine<'a, M: Master, L> {
     tunables: TunablesHandle,
     policy: Box<dyn Policy>,
     policy_name: PolicyName,
+    /// The program brought its own policy (`Setup::policy`): kept for the whole run.
+    own_policy: bool,
     /// Workers that may take part: not lost, not sitting out after repeated failures.
     healthy: Vec<bool>,
     /// Per worker, what the engine knows of its faults.
@@ -282,10 +285,15 @@ where
             tunables: self.tunables.clone(),
             iterations: None,
             stream_ahead: self.stream_ahead,
+            policy: None,
         };
         entering("initialize");
         let master_init = self.master.initialize(&mut setup);
         entering(RUNTIME);
+        if let Some(own) = setup.policy.take() {
+            self.policy = own;
+            self.own_policy = true;
+        }
         self.progress.expect_iterations(setup.iterations);
         self.stream_ahead = setup.stream_ahead;
         let mut errors = Vec::new();
@@ -393,7 +401,7 @@ where
                 .extend(applied.into_iter().map(|a| a.decision));
             self.welcome_back(index);
             let tunables = self.tunables.current();
-            if tunables.policy != self.policy_name {
+            if !self.own_policy && tunables.policy != self.policy_name {
                 self.policy = tunables.policy.build();
                 self.policy_name = tunables.policy;
             }
@@ -751,6 +759,10 @@ where
             }
         }
         round.workers = round.active.iter().filter(|&&a| a).count().max(1);
+        if !self.own_policy && current.policy != self.policy_name {
+            self.policy = current.policy.build();
+            self.policy_name = current.policy;
+        }
         self.plan(round);
         Ok(())
     }
@@ -840,7 +852,8 @@ where
                     remaining: uncut,
                     stats: &self.stats,
                 };
-                self.policy.next_chunk(&ask).clamp(1, uncut)
+                let size = self.policy.next_chunk(&ask);
+                policy::checked(&*self.policy, size, uncut)?
             };
             let first = round.next_task;
             round.next_task += size;
@@ -937,7 +950,12 @@ where
         };
         let busy = Duration::from_nanos(done.busy_ns);
         self.stats.record(worker, &done.task_ms);
-        self.policy.chunk_done(worker, flight.len, busy);
+        self.policy.chunk_done(&ChunkDone {
+            worker,
+            tasks: flight.len,
+            busy,
+            round_trip: at.saturating_duration_since(flight.sent),
+        });
         if flight.iteration != round.index {
             return Ok((0, at));
         }
@@ -1085,7 +1103,7 @@ where
             index: it.index,
             workers: it.workers,
             factor: it.factor,
-            policy: it.policy.to_string(),
+            policy: self.policy.name().to_owned(),
             tasks,
             chunks: round.chunk_sizes.len(),
             time_ms: obs.facts.time_ms,

@@ -71,6 +71,10 @@ pub struct Static {
 }
 
 impl Policy for Static {
+    fn name(&self) -> &str {
+        "static"
+    }
+
     fn begin(&mut self, plan: &Plan<'_>) {
         self.batches.reset(plan.tasks);
         self.batches.cut_even(plan.tasks, plan.workers);
@@ -92,6 +96,10 @@ pub struct Fsc {
 }
 
 impl Policy for Fsc {
+    fn name(&self) -> &str {
+        "fsc"
+    }
+
     fn begin(&mut self, plan: &Plan<'_>) {
         self.batches.reset(plan.tasks);
         self.workers = plan.workers.max(1);
@@ -110,13 +118,29 @@ impl Policy for Fsc {
 /// `dpf`.
 #[derive(Debug, Default, Clone)]
 pub struct Factoring {
+    /// Built as `dpf`: the same cuts, under the name whose factor the tuner adjusts.
+    pub(crate) tuned: bool,
     batches: Batches,
     factor: f64,
     workers: usize,
     min_chunk: usize,
 }
 
+impl Factoring {
+    /// Factoring under the name `dpf`.
+    pub(crate) fn dpf() -> Self {
+        Factoring {
+            tuned: true,
+            ..Factoring::default()
+        }
+    }
+}
+
 impl Policy for Factoring {
+    fn name(&self) -> &str {
+        if self.tuned { "dpf" } else { "factoring" }
+    }
+
     fn begin(&mut self, plan: &Plan<'_>) {
         self.batches.reset(plan.tasks);
         self.factor = plan.factor;

@@ -34,6 +34,10 @@ impl Daf {
 }
 
 impl Policy for Daf {
+    fn name(&self) -> &str {
+        "daf"
+    }
+
     fn begin(&mut self, plan: &Plan<'_>) {
         self.batches.reset(plan.tasks);
         self.workers = plan.workers.max(1);

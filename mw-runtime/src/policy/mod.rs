@@ -3,11 +3,56 @@
 //! The engine hands chunks out by self-scheduling: every worker that returns a chunk asks for the
 //! next one. A [`Policy`] answers each request with a chunk size, knowing who asks, how many
 //! tasks remain and the task times measured so far — enough for the batch policies of the papers
-//! (`static`, `fsc`, `factoring`, `dpf`, `daf`) and for the dynamic loop-scheduling family whose
-//! chunk sizes depend on the asking worker's speed. See `README.md` beside this file.
+//! (`static`, `fsc`, `factoring`, `dpf`, `daf`) and for the dynamic loop-scheduling family,
+//! whose chunk sizes follow the asking worker's measured speed (`wf`, `awf-*`, `af`). See
+//! `README.md` beside this file for each formula and its paper.
+//!
+//! A program can bring a policy of its own: implement [`Policy`] and hand it to
+//! [`Setup::policy`](crate::Setup::policy) in `Master::initialize`.
+//!
+//! # Examples
+//!
+//! Chunks of a fixed 8 tasks, checked by cutting an iteration of 20 tasks the way the engine
+//! does:
+//!
+//! ```
+//! use mw_runtime::measure::TaskStats;
+//! use mw_runtime::policy::{Ask, Plan, Policy};
+//!
+//! #[derive(Debug)]
+//! struct Eights;
+//!
+//! impl Policy for Eights {
+//!     fn name(&self) -> &str {
+//!         "eights"
+//!     }
+//!     fn begin(&mut self, _plan: &Plan<'_>) {}
+//!     fn next_chunk(&mut self, ask: &Ask<'_>) -> usize {
+//!         // Never more than remain: the engine refuses a chunk it cannot fill.
+//!         ask.remaining.min(8)
+//!     }
+//! }
+//!
+//! let stats = TaskStats::new(2);
+//! let mut policy = Eights;
+//! policy.begin(&Plan { tasks: 20, workers: 2, factor: 0.5, min_chunk: 1, stats: &stats });
+//! let mut remaining = 20;
+//! let mut sizes = Vec::new();
+//! while remaining > 0 {
+//!     let size = policy.next_chunk(&Ask { worker: sizes.len() % 2, remaining, stats: &stats });
+//!     remaining -= size;
+//!     sizes.push(size);
+//! }
+//! assert_eq!(sizes, [8, 8, 4]);
+//! ```
+//!
+//! In a program, `setup.policy(Box::new(Eights))` in `Master::initialize` makes every
+//! iteration use it.
 
 mod batch;
 mod daf;
+mod dls;
+mod weighted;
 
 use std::fmt;
 use std::str::FromStr;
@@ -15,24 +60,37 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::error::{Error, Result};
 use crate::measure::TaskStats;
 
 pub use batch::{Factoring, Fsc, Static};
 pub use daf::Daf;
+pub use dls::{Fac2, Gss, Mfsc, Ss, Tss};
+pub use weighted::{Af, Awf, AwfVariant, Wf};
 
 /// Chooses chunk sizes for one iteration at a time.
+///
+/// The engine calls [`begin`](Policy::begin) when it plans an iteration's tasks (and again when
+/// the tuner changes `nworkers` or `factor` inside one, for the tasks not yet cut), then
+/// [`next_chunk`](Policy::next_chunk) for every chunk it sends, and
+/// [`chunk_done`](Policy::chunk_done) for every chunk answered. A policy lives for the whole run,
+/// so it may carry what it learned from one iteration to the next.
 pub trait Policy: Send + fmt::Debug {
+    /// The policy's name, for the metrics and error messages.
+    fn name(&self) -> &str;
+
     /// Starts an iteration.
     fn begin(&mut self, plan: &Plan<'_>);
 
-    /// Size of the next chunk for the worker described by `ask`: between 1 and `ask.remaining`
-    /// (the engine clamps it there).
+    /// Size of the next chunk for the worker described by `ask`: between 1 and `ask.remaining`.
+    /// Any other answer ends the run with an error that names the policy, before a task is
+    /// handed out, so none is lost.
     fn next_chunk(&mut self, ask: &Ask<'_>) -> usize;
 
-    /// A chunk of `tasks` tasks came back from `worker` after `busy` processing time. Adaptive
-    /// policies learn from it; the engine also folds it into the [`TaskStats`] they are given.
-    fn chunk_done(&mut self, worker: usize, tasks: usize, busy: Duration) {
-        let _ = (worker, tasks, busy);
+    /// A chunk came back. Adaptive policies learn from it; the engine also folds its task times
+    /// into the [`TaskStats`] they are given.
+    fn chunk_done(&mut self, done: &ChunkDone) {
+        let _ = done;
     }
 }
 
@@ -63,6 +121,40 @@ pub struct Ask<'a> {
     pub stats: &'a TaskStats,
 }
 
+/// A chunk answered by a worker.
+#[derive(Debug, Clone, Copy)]
+pub struct ChunkDone {
+    /// The worker that answered.
+    pub worker: usize,
+    /// Tasks in the chunk.
+    pub tasks: usize,
+    /// The worker's processing time for them.
+    pub busy: Duration,
+    /// From the chunk's send to its answer: processing, the messages both ways and any wait
+    /// behind the chunks the worker held before it.
+    pub round_trip: Duration,
+}
+
+/// Checks a policy's answer before the engine cuts a chunk: between 1 and the tasks remaining.
+///
+/// # Errors
+/// A configuration error naming the policy, the size and the tasks remaining.
+pub(crate) fn checked(policy: &dyn Policy, size: usize, remaining: usize) -> Result<usize> {
+    if (1..=remaining).contains(&size) {
+        return Ok(size);
+    }
+    let what = if size == 0 {
+        "an empty chunk".to_owned()
+    } else {
+        format!("a chunk of {size} tasks with only {remaining} left")
+    };
+    Err(Error::config(
+        format!("error: policy `{}` returned {what}", policy.name()),
+        "`Policy::next_chunk` must return between 1 and `ask.remaining` tasks; \
+         no task was handed out",
+    ))
+}
+
 /// The distribution policies, by their well-known names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
@@ -78,20 +170,67 @@ pub enum PolicyName {
     Dpf,
     /// Dynamic Adjusting Factoring: batch sizes from the measured task-time mean and deviation.
     Daf,
+    /// Self-scheduling: one task per chunk.
+    Ss,
+    /// Guided self-scheduling (Polychronopoulos and Kuck): `⌈R/N⌉` per chunk.
+    Gss,
+    /// Trapezoid self-scheduling (Tzen and Ni): chunks shrinking linearly.
+    Tss,
+    /// Practical factoring (Hummel et al.): batches of half the remaining tasks.
+    Fac2,
+    /// Weighted factoring (Flynn Hummel et al.): FAC2 scaled by each worker's measured speed.
+    Wf,
+    /// Adaptive weighted factoring, weights recomputed at every batch from processing times.
+    #[serde(rename = "awf-b")]
+    #[value(name = "awf-b")]
+    AwfB,
+    /// Adaptive weighted factoring, weights recomputed at every chunk from processing times.
+    #[serde(rename = "awf-c")]
+    #[value(name = "awf-c")]
+    AwfC,
+    /// Adaptive weighted factoring, weights recomputed at every batch from whole chunk trips.
+    #[serde(rename = "awf-d")]
+    #[value(name = "awf-d")]
+    AwfD,
+    /// Adaptive weighted factoring, weights recomputed at every chunk from whole chunk trips.
+    #[serde(rename = "awf-e")]
+    #[value(name = "awf-e")]
+    AwfE,
+    /// Adaptive factoring (Banicescu and Liu): chunks from each worker's measured mean and
+    /// deviation.
+    Af,
+    /// Modified fixed size chunking: fixed chunks, as many as FAC2 cuts.
+    Mfsc,
+    /// Chosen and re-chosen while the program runs, by simulating every other policy on the
+    /// measured task times and worker speeds (starts as `daf`).
+    Auto,
 }
 
 impl PolicyName {
     /// Every policy, in documentation order.
-    pub const ALL: [PolicyName; 5] = [
+    pub const ALL: [PolicyName; 17] = [
         PolicyName::Static,
         PolicyName::Fsc,
         PolicyName::Factoring,
         PolicyName::Dpf,
         PolicyName::Daf,
+        PolicyName::Ss,
+        PolicyName::Gss,
+        PolicyName::Tss,
+        PolicyName::Fac2,
+        PolicyName::Wf,
+        PolicyName::AwfB,
+        PolicyName::AwfC,
+        PolicyName::AwfD,
+        PolicyName::AwfE,
+        PolicyName::Af,
+        PolicyName::Mfsc,
+        PolicyName::Auto,
     ];
 
     /// The names, for help and error messages.
-    pub const ALL_NAMES: &'static str = "`static`, `fsc`, `factoring`, `dpf`, `daf`";
+    pub const ALL_NAMES: &'static str = "`static`, `fsc`, `factoring`, `dpf`, `daf`, `ss`, \
+        `gss`, `tss`, `fac2`, `wf`, `awf-b`, `awf-c`, `awf-d`, `awf-e`, `af`, `mfsc`, `auto`";
 
     /// The well-known name.
     pub fn as_str(self) -> &'static str {
@@ -101,6 +240,18 @@ impl PolicyName {
             PolicyName::Factoring => "factoring",
             PolicyName::Dpf => "dpf",
             PolicyName::Daf => "daf",
+            PolicyName::Ss => "ss",
+            PolicyName::Gss => "gss",
+            PolicyName::Tss => "tss",
+            PolicyName::Fac2 => "fac2",
+            PolicyName::Wf => "wf",
+            PolicyName::AwfB => "awf-b",
+            PolicyName::AwfC => "awf-c",
+            PolicyName::AwfD => "awf-d",
+            PolicyName::AwfE => "awf-e",
+            PolicyName::Af => "af",
+            PolicyName::Mfsc => "mfsc",
+            PolicyName::Auto => "auto",
         }
     }
 
@@ -112,13 +263,33 @@ impl PolicyName {
         )
     }
 
-    /// A fresh policy of this kind.
+    /// The policy a run starts with: `auto` starts as `daf`, the papers' default.
+    pub fn starting(self) -> PolicyName {
+        match self {
+            PolicyName::Auto => PolicyName::Daf,
+            other => other,
+        }
+    }
+
+    /// A fresh policy of this kind (`auto` builds its starting policy).
     pub fn build(self) -> Box<dyn Policy> {
         match self {
             PolicyName::Static => Box::new(Static::default()),
             PolicyName::Fsc => Box::new(Fsc::default()),
-            PolicyName::Factoring | PolicyName::Dpf => Box::new(Factoring::default()),
-            PolicyName::Daf => Box::new(Daf::default()),
+            PolicyName::Factoring => Box::new(Factoring::default()),
+            PolicyName::Dpf => Box::new(Factoring::dpf()),
+            PolicyName::Daf | PolicyName::Auto => Box::new(Daf::default()),
+            PolicyName::Ss => Box::new(Ss),
+            PolicyName::Gss => Box::new(Gss::default()),
+            PolicyName::Tss => Box::new(Tss::default()),
+            PolicyName::Fac2 => Box::new(Fac2::default()),
+            PolicyName::Wf => Box::new(Wf::default()),
+            PolicyName::AwfB => Box::new(Awf::new(AwfVariant::B)),
+            PolicyName::AwfC => Box::new(Awf::new(AwfVariant::C)),
+            PolicyName::AwfD => Box::new(Awf::new(AwfVariant::D)),
+            PolicyName::AwfE => Box::new(Awf::new(AwfVariant::E)),
+            PolicyName::Af => Box::new(Af::default()),
+            PolicyName::Mfsc => Box::new(Mfsc::default()),
         }
     }
 }
@@ -149,7 +320,7 @@ impl std::error::Error for UnknownPolicy {}
 impl FromStr for PolicyName {
     type Err = UnknownPolicy;
 
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
+    fn from_str(s: &str) -> std::result::Result<Self, Self::Err> {
         PolicyName::ALL
             .into_iter()
             .find(|p| p.as_str().eq_ignore_ascii_case(s.trim()))

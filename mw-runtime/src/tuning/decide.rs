@@ -45,6 +45,7 @@ pub(crate) struct Proposal {
 pub(crate) enum Explanation {
     Workers(super::workers::Account),
     Factor(super::factor::Account),
+    Policy(super::policy::Account),
 }
 
 impl Explanation {
@@ -53,6 +54,7 @@ impl Explanation {
         match self {
             Explanation::Workers(a) => a.reason(),
             Explanation::Factor(a) => a.reason(),
+            Explanation::Policy(a) => a.reason(),
         }
     }
 
@@ -61,6 +63,7 @@ impl Explanation {
         match self {
             Explanation::Workers(a) => a.details(),
             Explanation::Factor(a) => a.details(),
+            Explanation::Policy(a) => a.details(),
         }
     }
 }
@@ -223,9 +226,13 @@ impl Decider {
     }
 
     /// Counts a proposal (or its absence, `None`) for `tunable`; returns how many iterations in
-    /// a row proposals have pointed the same way.
+    /// a row proposals have pointed the same way (for `policy`, whose values have no order: at
+    /// the same policy, numbered from 1).
     pub fn hold(&mut self, tunable: &'static str, proposal: Option<&Proposal>) -> usize {
-        let direction = proposal.map_or(0.0, |p| (p.to - p.from).signum());
+        let direction = proposal.map_or(0.0, |p| match p.change {
+            Change::Policy(_) => p.to + 1.0,
+            _ => (p.to - p.from).signum(),
+        });
         let entry = match self.streaks.iter_mut().find(|s| s.0 == tunable) {
             Some(entry) => entry,
             None => {
@@ -282,6 +289,22 @@ impl Decider {
             .filter(|l| !l.conditions.changed_a_lot(now))
             .find_map(|l| {
                 let span = (l.to - l.from).abs();
+                if let Change::Policy(_) = proposal.change {
+                    // Policies have no order: only the value rolled back from, or left, is
+                    // closed.
+                    return if l.rolled_back {
+                        (v == l.to).then(|| {
+                            format!(
+                                "policy {} was rolled back at iteration {}",
+                                l.to, l.iteration
+                            )
+                        })
+                    } else {
+                        (v == l.from).then(|| {
+                            format!("policy {} was left at iteration {}", l.from, l.iteration)
+                        })
+                    };
+                }
                 if l.rolled_back {
                     // Moving from `from` towards `to` was worse: not that way again.
                     let same_way = (v - l.from).signum() == (l.to - l.from).signum();

@@ -57,7 +57,12 @@ pub(crate) fn sim_workers(est: &Estimate, n: usize) -> Vec<SimWorker> {
     workers
 }
 
-fn spec<'a>(est: &Estimate, s: &Setting<'a>, workers: &'a [SimWorker], factor: f64) -> Spec<'a> {
+pub(crate) fn spec<'a>(
+    est: &Estimate,
+    s: &Setting<'a>,
+    workers: &'a [SimWorker],
+    factor: f64,
+) -> Spec<'a> {
     let (mo, k) = est.link.map_or((0.0, 0.0), |l| (l.mo_ms, l.k_ms_per_byte));
     Spec {
         tasks: s.tasks,
@@ -101,7 +106,7 @@ struct Simulated {
 
 /// What a simulation depends on: the setting exactly, the measured inputs approximately.
 #[derive(Debug, PartialEq)]
-struct Key {
+pub(crate) struct Key {
     exact: (usize, usize, PolicyName, u64, usize, Protocol),
     /// Pooled inputs: (value, scale below which differences do not count).
     pooled: Vec<(f64, f64)>,
@@ -110,7 +115,7 @@ struct Key {
 }
 
 impl Key {
-    fn new(est: &Estimate, s: &Setting<'_>, workers: &[SimWorker]) -> Key {
+    pub(crate) fn new(est: &Estimate, s: &Setting<'_>, workers: &[SimWorker]) -> Key {
         let (mo, k) = est.link.map_or((0.0, 0.0), |l| (l.mo_ms, l.k_ms_per_byte));
         let task = est.now.task_ms.max(f64::MIN_POSITIVE);
         let bytes = est.now.to_per_task + est.now.from_per_task + 1.0;
@@ -138,7 +143,7 @@ impl Key {
         }
     }
 
-    fn close_to(&self, other: &Key) -> bool {
+    pub(crate) fn close_to(&self, other: &Key) -> bool {
         let relative = |a: f64, b: f64, floor: f64| (a - b).abs() / a.abs().max(b.abs()).max(floor);
         let pooled = self.pooled.iter().zip(&other.pooled);
         let speeds: Vec<f64> = self

@@ -3,9 +3,10 @@
 //!
 //! At every iteration boundary the engine hands the tuner the iteration's `Observation`
 //! (measure points, see [`crate::measure`]). The tuner folds it into a smoothed `Estimate` of
-//! the model's inputs, judges the change it made last (kept or rolled back), and asks its two
+//! the model's inputs, judges the change it made last (kept or rolled back), and asks its
 //! tunlets for proposals: `factor` simulates the next iteration for candidate factors,
-//! `workers` evaluates the performance model over the range of worker counts. A proposal
+//! `workers` evaluates the performance model over the range of worker counts, and with
+//! `--policy auto` `policy` simulates it under every policy of the portfolio. A proposal
 //! becomes a change only through the `decide` rules: persistence, a gain above noise,
 //! hysteresis. Changes are requested through the [`TunablesHandle`], so they take effect at the
 //! next boundary like any other, and are logged as decisions with their reason.
@@ -18,6 +19,7 @@ mod decide;
 mod estimate;
 mod factor;
 mod machine;
+mod policy;
 mod queue;
 mod simulate;
 mod token;
@@ -51,6 +53,8 @@ pub(crate) struct Tuner {
     min_chunk: usize,
     estimate: Estimate,
     factor_tunlet: factor::FactorTunlet,
+    /// Chooses the policy, with `--policy auto`.
+    policy_tunlet: Option<policy::PolicyTunlet>,
     decider: Decider,
     /// The model's calibration when the change being watched was made: restored if the change
     /// is rolled back, since what it measured belonged to settings left behind.
@@ -72,6 +76,8 @@ impl Tuner {
             min_chunk: config.min_chunk,
             estimate: Estimate::on(layout),
             factor_tunlet: factor::FactorTunlet::default(),
+            policy_tunlet: (config.policy == crate::policy::PolicyName::Auto)
+                .then(policy::PolicyTunlet::default),
             decider: Decider::default(),
             calibration_before: 0.0,
             mark: Span::default(),
@@ -112,11 +118,12 @@ impl Tuner {
     /// any of its results is back; `None` before the first iteration has been measured.
     pub fn predict(&self, tasks: usize, workers: usize) -> Option<f64> {
         if let Some(trial) = &self.decider.trial {
-            // A new factor's first iteration: the simulation's difference is in the decision.
+            // A new factor's or policy's first iteration: the simulation's difference is in the
+            // decision.
             if trial.applied
                 && trial.midway.is_none()
                 && trial.scores.is_empty()
-                && trial.tunable == "factor"
+                && (trial.tunable == "factor" || trial.tunable == "policy")
             {
                 return Some(trial.predicted_ms);
             }
@@ -355,13 +362,20 @@ impl Tuner {
         };
         let (lo, hi) = self.config.range(healthy.max(1));
         let mut chosen = None;
-        for name in ["factor", "nworkers"] {
+        for name in ["policy", "factor", "nworkers"] {
             let allowed = match name {
+                "policy" => {
+                    self.policy_tunlet.is_some() && self.config.mode.tunes_factor() && look.factor
+                }
                 "factor" => self.config.mode.tunes_factor() && look.factor,
                 _ => self.config.mode.tunes_workers(),
             } && !held.contains(&name);
             let proposal = if !allowed {
                 None
+            } else if name == "policy" {
+                self.policy_tunlet
+                    .as_mut()
+                    .and_then(|t| t.propose(est, obs, &setting))
             } else if name == "factor" {
                 self.factor_tunlet.propose(est, obs, &setting)
             } else {
@@ -391,6 +405,7 @@ impl Tuner {
         };
         let back = match proposal.change {
             Change::Factor(_) => Change::Factor(current.factor),
+            Change::Policy(_) => Change::Policy(current.policy),
             _ => Change::Nworkers(current.nworkers),
         };
         let threshold = self.decider.threshold(proposal.sensitivity);

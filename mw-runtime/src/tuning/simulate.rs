@@ -9,7 +9,7 @@ use std::collections::BinaryHeap;
 
 use crate::config::Protocol;
 use crate::measure::TaskStats;
-use crate::policy::{Ask, Plan, PolicyName, sends_ahead};
+use crate::policy::{Ask, ChunkDone, Plan, PolicyName, sends_ahead};
 
 /// One worker's measured task time.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -68,6 +68,9 @@ struct Answer {
     at: f64,
     worker: usize,
     tasks: usize,
+    /// When the chunk was sent, and its processing time.
+    sent: f64,
+    work_ms: f64,
 }
 
 impl PartialEq for Answer {
@@ -151,6 +154,7 @@ impl Run<'_, '_> {
         };
         let tasks = self.policy.next_chunk(&ask).clamp(1, self.remaining);
         self.remaining -= tasks;
+        let sent = self.master.free;
         let arrived = self
             .master
             .send(tasks as f64 * self.spec.task_bytes)
@@ -167,6 +171,8 @@ impl Run<'_, '_> {
             at: held.free + back,
             worker,
             tasks,
+            sent,
+            work_ms: work,
         }));
     }
 
@@ -221,6 +227,12 @@ fn once(spec: &Spec<'_>, rng: &mut Normal) -> f64 {
     while let Some(Reverse(back)) = run.answers.pop() {
         run.master.free =
             run.master.free.max(back.at) + spec.recover_ms_per_task * back.tasks as f64;
+        run.policy.chunk_done(&ChunkDone {
+            worker: back.worker,
+            tasks: back.tasks,
+            busy: ms_duration(back.work_ms),
+            round_trip: ms_duration(back.at - back.sent),
+        });
         run.held[back.worker].chunks -= 1;
         if run.held[back.worker].chunks == 0 {
             run.give(back.worker, 0.0);
@@ -228,6 +240,10 @@ fn once(spec: &Spec<'_>, rng: &mut Normal) -> f64 {
         run.prefetch(back.worker);
     }
     run.master.free + spec.serial_ms
+}
+
+fn ms_duration(ms: f64) -> std::time::Duration {
+    std::time::Duration::from_secs_f64(ms.max(0.0) / 1e3)
 }
 
 fn answer_bytes(spec: &Spec<'_>, tasks: usize) -> f64 {

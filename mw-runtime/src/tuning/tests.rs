@@ -639,3 +639,70 @@ fn scores_compare_iterations_of_different_sizes() {
         assert!((a - b).abs() < 1e-12 * a, "{objective}: {a} vs {b}");
     }
 }
+
+#[test]
+fn the_policy_tunlet_simulates_the_portfolio() {
+    // 400 tasks of 1 ms on 4 workers, workers 0 and 1 four times slower: all together they do
+    // 2.5 tasks a ms, so the ideal iteration takes 160 ms.
+    let p = Params {
+        tc_ms: 400.0,
+        volume_bytes: 4000.0,
+        alpha: 0.5,
+        mo_ms: 0.01,
+        k_ms_per_byte: 0.0,
+        lm_ms: 0.0,
+    };
+    let mut obs = measured(0, 4, &p, None);
+    obs.facts.tasks = 400;
+    for w in [0, 1] {
+        let m = obs.worker_tasks[w];
+        obs.worker_tasks[w] = Moments::from_sums(m.count(), m.sum() * 4.0, m.sum_sq() * 16.0);
+    }
+    let mut stats = TaskStats::new(POOL);
+    for (w, m) in obs.worker_tasks.iter().enumerate() {
+        stats.record(w, m);
+    }
+    let mut est = Estimate::default();
+    let _ = est.update(&obs, Protocol::Async);
+    let setting = |policy| factor::Setting {
+        tasks: 400,
+        workers: 4,
+        factor: 0.5,
+        policy,
+        min_chunk: 1,
+        protocol: Protocol::Async,
+        prefetch: 0,
+        stats: &stats,
+    };
+    let mut tunlet = policy::PolicyTunlet::default();
+    let proposal = tunlet
+        .propose(&est, &obs, &setting(PolicyName::Static))
+        .unwrap();
+    let Change::Policy(best) = proposal.change else {
+        panic!("{proposal:?}")
+    };
+    // Static waits for the slow workers' 100 tasks: 400 ms, where the best is near the ideal.
+    let best_ms = proposal.predicted_ms / est.predict(400, 4, Protocol::Async).unwrap() * 400.0;
+    assert!(proposal.gain > 0.5, "{proposal:?}");
+    assert!(
+        best_ms < 1.1 * 160.0,
+        "{best} at {best_ms} ms: {proposal:?}"
+    );
+    let details = proposal.explanation.details();
+    assert_eq!(details["simulated"].as_array().unwrap().len(), 15);
+    // From the best there is nothing to propose; `dpf` is simulated as `factoring`.
+    assert!(tunlet.propose(&est, &obs, &setting(best)).is_none());
+    let factoring = tunlet.propose(&est, &obs, &setting(PolicyName::Factoring));
+    let dpf = tunlet.propose(&est, &obs, &setting(PolicyName::Dpf));
+    assert_eq!(factoring.map(|p| p.gain), dpf.map(|p| p.gain));
+    // Policies have no order: a streak counts proposals of the same policy.
+    let mut decider = decide::Decider::default();
+    let to = |policy: PolicyName| decide::Proposal {
+        change: Change::Policy(policy),
+        to: PolicyName::ALL.iter().position(|&p| p == policy).unwrap() as f64,
+        ..proposal.clone()
+    };
+    assert_eq!(decider.hold("policy", Some(&to(PolicyName::Wf))), 1);
+    assert_eq!(decider.hold("policy", Some(&to(PolicyName::Af))), 1);
+    assert_eq!(decider.hold("policy", Some(&to(PolicyName::Af))), 2);
+}
