@@ -192,10 +192,11 @@ fn a_pilot_that_finished_no_iteration_is_refused() {
 
 #[test]
 fn a_policy_this_build_cannot_simulate_is_refused_unless_replaced() {
+    // A program's own policy, recorded by its name.
     let dir = tempfile::tempdir().unwrap();
     let mut m = pilot(3);
     for it in &mut m.iterations {
-        it.policy = "awf-b".to_string();
+        it.policy = "my-own".to_string();
     }
     let path = write(dir.path(), "pilot.json", &m);
     let assert = mwgen()
@@ -204,7 +205,7 @@ fn a_policy_this_build_cannot_simulate_is_refused_unless_replaced() {
         .code(1);
     let err = stderr(&assert);
     assert!(
-        err.contains("`awf-b`") && err.contains("help: give --policy"),
+        err.contains("`my-own`") && err.contains("help: give --policy"),
         "{err}"
     );
     mwgen()
