@@ -130,8 +130,8 @@ pub trait Worker {
     /// runtime still holds it and re-runs it elsewhere (see [`try_work`](Worker::try_work)).
     fn do_work(&mut self, shared: &Self::Shared, task: &Self::Task) -> Self::Result;
 
-    /// Processes one task that may fail: what the runtime calls. By default [`do_work`]
-    /// (Worker::do_work), which cannot. A worker whose tasks can fail implements this and
+    /// Processes one task that may fail: what the runtime calls. By default
+    /// [`do_work`](Worker::do_work), which cannot. A worker whose tasks can fail implements this and
     /// makes `do_work` call it (the `#[mw::worker]` macro does both for a `do_work` that
     /// returns a `Result`).
     ///
