@@ -170,9 +170,10 @@ fn check_private(_: &Path) -> io::Result<()> {
     Ok(())
 }
 
+/// The effective user id: the owner of the files this process makes.
 #[cfg(unix)]
 fn user_id() -> u32 {
-    rustix::process::getuid().as_raw()
+    rustix::process::geteuid().as_raw()
 }
 
 #[cfg(not(unix))]
