@@ -170,9 +170,10 @@ fn check_private(_: &Path) -> io::Result<()> {
     Ok(())
 }
 
+/// The effective user id: the owner of the files this process makes.
 #[cfg(unix)]
 fn user_id() -> u32 {
-    rustix::process::getuid().as_raw()
+    rustix::process::geteuid().as_raw()
 }
 
 #[cfg(not(unix))]
@@ -180,15 +181,12 @@ fn user_id() -> u32 {
     0
 }
 
+/// The OS's random bytes, from the device every Unix has.
 #[cfg(unix)]
 fn new_token() -> io::Result<String> {
+    use std::io::Read;
     let mut bytes = [0u8; TOKEN_BYTES];
-    let mut filled = 0;
-    while filled < bytes.len() {
-        filled +=
-            rustix::rand::getrandom(&mut bytes[filled..], rustix::rand::GetRandomFlags::empty())
-                .map_err(io::Error::from)?;
-    }
+    fs::File::open("/dev/urandom")?.read_exact(&mut bytes)?;
     Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
 }
 
