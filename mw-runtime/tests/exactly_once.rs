@@ -63,7 +63,8 @@ proptest! {
         }
         // Worker 0 fails every task it gets in that iteration; they run elsewhere.
         let panics = scenario.panic_at.is_some_and(|i| (i as usize) < scenario.iterations.len());
-        prop_assert_eq!(!metrics.failures.is_empty(), panics);
+        // (Worker 0 may sit that iteration out, still busy with a chunk a copy answered.)
+        prop_assert!(panics || metrics.failures.is_empty());
         for f in &metrics.failures {
             prop_assert_eq!((f.worker, Some(f.iteration as u32)), (0, scenario.panic_at));
         }
@@ -147,7 +148,10 @@ fn a_panicking_worker_loses_nothing() {
         panic_at: Some(1),
     };
     for protocol in [Protocol::Sync, Protocol::Async] {
-        let metrics = run(&scenario, &config(3, PolicyName::Daf, protocol, 0.5)).unwrap();
+        // No copies of late chunks: worker 0 always takes part in iteration 1.
+        let mut config = config(3, PolicyName::Daf, protocol, 0.5);
+        config.faults.backup_after = 0.0;
+        let metrics = run(&scenario, &config).unwrap();
         assert!(!metrics.failures.is_empty());
         for failure in &metrics.failures {
             assert_eq!((failure.iteration, failure.worker), (1, 0));
@@ -209,6 +213,9 @@ fn tasks_that_fail_on_a_worker_run_elsewhere() {
         prefetch: Some(2),
         ..config(2, PolicyName::Fsc, Protocol::Async, 1.0 / 30.0)
     };
+    let mut config = config;
+    // No copies of late chunks: which worker runs what stays as planned.
+    config.faults.backup_after = 0.0;
     let metrics = run(&scenario, &config).unwrap();
     assert!(metrics.iterations[0].prefetched > 0);
     assert!(metrics.failures.len() >= 3, "{:?}", metrics.failures);
