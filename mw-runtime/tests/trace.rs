@@ -20,6 +20,9 @@ fn traced_run(scenario: &Scenario, dir: &Path, limit: Option<usize>) -> (RunMetr
         quiet: true,
         ..config(3, PolicyName::Factoring, Protocol::Async, 0.5)
     };
+    let mut config = config;
+    // No copies of late chunks: the worker that panics takes part in its iteration.
+    config.faults.backup_after = 0.0;
     let metrics = run(scenario, &config).unwrap();
     let json = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
     (metrics, json)
