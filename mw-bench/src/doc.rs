@@ -20,6 +20,8 @@ pub struct Document {
     pub generated: String,
     /// Run time of the suite, in s.
     pub seconds: f64,
+    /// The highest 1-minute load average seen while it ran (the suite's own runs included).
+    pub peak_load: Option<f64>,
     pub sections: Vec<Section>,
 }
 
@@ -98,12 +100,7 @@ impl Document {
             ],
         };
         let _ = writeln!(md, "{}", table.markdown());
-        let _ = writeln!(
-            md,
-            "The machine had {} cores, shared with other builds that may have been running at \
-             the same time: times are what this machine gave, not a quiet cluster's.\n",
-            m.cores
-        );
+        let _ = writeln!(md, "{}", load_note(m.cores, self.peak_load));
         let _ = writeln!(
             md,
             "## Sleeping tasks, spinning tasks, an emulated network\n"
@@ -164,6 +161,7 @@ impl Document {
             "command": self.command,
             "cores": self.machine.cores,
             "seconds": self.seconds,
+            "peak_load": self.peak_load,
             "sections": sections,
         });
         serde_json::to_string_pretty(&value).unwrap_or_default() + "\n"
@@ -270,6 +268,26 @@ pub fn percent(fraction: f64) -> String {
     }
 }
 
+/// What the load average says about the runs: above the cores, other programs competed with
+/// them (the suite's own spinning runs count too, up to a core each).
+fn load_note(cores: usize, peak: Option<f64>) -> String {
+    match peak {
+        Some(peak) if peak <= cores as f64 => format!(
+            "The machine had {cores} cores and was otherwise idle: the 1-minute load average, \
+             sampled every 5 s, peaked at {peak:.2}, the suite's own runs included.\n"
+        ),
+        Some(peak) => format!(
+            "The machine had {cores} cores and the 1-minute load average, sampled every 5 s, \
+             peaked at {peak:.2}, above the cores: other programs competed with the runs, so \
+             read each spread before its median.\n"
+        ),
+        None => format!(
+            "The machine had {cores} cores; its load could not be read, so other programs may \
+             have competed with the runs.\n"
+        ),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -309,6 +327,13 @@ mod tests {
     }
 
     #[test]
+    fn the_load_note_says_whether_other_programs_competed() {
+        assert!(load_note(2, Some(1.2)).contains("otherwise idle"));
+        assert!(load_note(2, Some(7.5)).contains("above the cores"));
+        assert!(load_note(2, None).contains("could not be read"));
+    }
+
+    #[test]
     fn the_document_links_figures_and_states_the_machine() {
         let doc = Document {
             size: Size::Tiny,
@@ -321,6 +346,7 @@ mod tests {
             },
             generated: "2026-01-02 03:04 UTC".into(),
             seconds: 5.0,
+            peak_load: Some(1.5),
             sections: vec![Section {
                 title: "Policies".into(),
                 verdict: Verdict::Partly("DAF is best, FSC is not the worst.".into()),

@@ -143,6 +143,7 @@ pub fn run(cli: &Cli) -> Result<PathBuf, BenchError> {
         Command::Heterogeneous(o) => (o, &[Experiment::Heterogeneous]),
     };
     let started = Instant::now();
+    let load = machine::LoadWatch::start();
     let mut sections = Vec::new();
     for experiment in which {
         eprintln!(
@@ -166,6 +167,7 @@ pub fn run(cli: &Cli) -> Result<PathBuf, BenchError> {
         machine: machine::Machine::detect(),
         generated: machine::utc_now(),
         seconds: started.elapsed().as_secs_f64(),
+        peak_load: load.finish(),
         sections,
     };
     write(&document, &options.out, &options.figures)

@@ -102,3 +102,49 @@ mod tests {
         assert_eq!(cpu_model("processor : 0\n"), None);
     }
 }
+
+/// The highest 1-minute load average seen while the suite ran, sampled every few seconds, so
+/// that the document can say whether other programs competed with the runs.
+#[derive(Debug)]
+pub struct LoadWatch {
+    peak: std::sync::Arc<std::sync::Mutex<Option<f64>>>,
+    stop: std::sync::mpsc::Sender<()>,
+}
+
+impl LoadWatch {
+    /// Starts sampling `/proc/loadavg` (nothing is recorded where it does not exist).
+    pub fn start() -> LoadWatch {
+        let peak = std::sync::Arc::new(std::sync::Mutex::new(None));
+        let (stop, stopped) = std::sync::mpsc::channel::<()>();
+        let seen = std::sync::Arc::clone(&peak);
+        std::thread::spawn(move || {
+            loop {
+                if let Some(load) = load_average() {
+                    let mut peak = seen.lock().unwrap_or_else(|e| e.into_inner());
+                    *peak = Some(peak.map_or(load, |p: f64| p.max(load)));
+                }
+                match stopped.recv_timeout(std::time::Duration::from_secs(5)) {
+                    Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+                    _ => return,
+                }
+            }
+        });
+        LoadWatch { peak, stop }
+    }
+
+    /// The peak so far, and stops sampling.
+    pub fn finish(self) -> Option<f64> {
+        let _ = self.stop.send(());
+        let peak = *self.peak.lock().unwrap_or_else(|e| e.into_inner());
+        match (peak, load_average()) {
+            (Some(p), Some(now)) => Some(p.max(now)),
+            (p, now) => p.or(now),
+        }
+    }
+}
+
+/// The 1-minute load average, from `/proc/loadavg`.
+fn load_average() -> Option<f64> {
+    let text = std::fs::read_to_string("/proc/loadavg").ok()?;
+    text.split_whitespace().next()?.parse().ok()
+}

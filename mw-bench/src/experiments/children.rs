@@ -192,27 +192,29 @@ pub fn run_with_limit(mut command: Command, limit: Duration) -> Result<Output, S
     })
 }
 
-/// The `nbody` example's binary beside this one, built first if missing.
+/// The `nbody` example's binary, built by cargo in this program's profile first: a binary left
+/// from an older checkout would run with another version's flags.
 fn nbody_binary() -> Result<PathBuf, String> {
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
-    let dir = exe.parent().ok_or("this program has no folder")?;
-    let nbody = dir.join(format!("nbody{}", std::env::consts::EXE_SUFFIX));
-    if !nbody.is_file() {
-        let mut build = cargo();
-        build.args(["build", "-p", "nbody", "--manifest-path"]);
-        build.arg(workspace_manifest());
-        if dir.ends_with("release") {
-            build.arg("--release");
-        }
-        let out = run_with_limit(build, Duration::from_secs(900))?;
-        if !out.status.success() || !nbody.is_file() {
-            return Err(format!(
-                "building nbody failed: {}",
-                String::from_utf8_lossy(&out.stderr).trim()
-            ));
-        }
+    let mut build = cargo();
+    build.args([
+        "build",
+        "-p",
+        "nbody",
+        "--message-format=json",
+        "--manifest-path",
+    ]);
+    build.arg(workspace_manifest());
+    if exe.parent().is_some_and(|dir| dir.ends_with("release")) {
+        build.arg("--release");
     }
-    Ok(nbody)
+    let out = run_with_limit(build, Duration::from_secs(900))?;
+    executable(&String::from_utf8_lossy(&out.stdout), "nbody", "bin").ok_or_else(|| {
+        format!(
+            "building nbody failed: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        )
+    })
 }
 
 /// N-Body with `bodies` bodies for `steps` steps: sequential, rayon on 2 threads and the
