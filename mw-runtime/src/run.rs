@@ -151,10 +151,10 @@ where
     };
     if use_mpi && config.link.is_some() {
         return Err(Error::config(
-            "error: `--link-latency` and `--link-bandwidth` emulate a network on the local \
-             backend, and this run is on MPI",
-            "under MPI the network is real: leave the link flags (and `[run] link_latency`, \
-             `link_bandwidth`) out, or run on threads with `--backend local`",
+            "error: `--link`, `--link-latency` and `--link-bandwidth` emulate a network on the \
+             local backend, and this run is on MPI",
+            "under MPI the network is real: leave the link flags (and `[run] link`, \
+             `link_latency`, `link_bandwidth`) out, or run on threads with `--backend local`",
         ));
     }
     let metrics = if use_mpi {

@@ -117,6 +117,12 @@ pub struct RunArgs {
     /// Emulated network on the local backend: bandwidth of the master's link each way, in megabits per second (100 for the papers' Fast Ethernet)
     #[arg(long, value_name = "MBIT", value_parser = parse_positive, allow_negative_numbers = true)]
     pub link_bandwidth: Option<f64>,
+    /// Emulated network on the local backend, by name: fast-ethernet, gigabit, 10-gigabit or infiniband
+    ///
+    /// Sets the latency and bandwidth of a common network (`fast-ethernet` is the papers' 100
+    /// Mbit/s switched Ethernet); `--link-latency` and `--link-bandwidth` override either part.
+    #[arg(long, value_name = "NETWORK")]
+    pub link: Option<LinkPreset>,
     /// Configuration file [default: Mw.toml if present]
     #[arg(long, value_name = "PATH")]
     pub config: Option<PathBuf>,
@@ -235,7 +241,9 @@ pub struct RunSection {
     pub quiet: Option<bool>,
     /// Emulated external load, in the syntax of `--load`.
     pub load: Option<LoadPattern>,
-    /// Emulated link, as `--link-latency` (ms) and `--link-bandwidth` (Mbit/s).
+    /// Emulated link, as `--link` (a named network), `--link-latency` (ms) and
+    /// `--link-bandwidth` (Mbit/s).
+    pub link: Option<LinkPreset>,
     pub link_latency: Option<f64>,
     pub link_bandwidth: Option<f64>,
     /// Failing tasks and lost workers, as the flags of the same names.
@@ -341,6 +349,38 @@ pub struct EmulatedLink {
     pub latency_ms: f64,
     /// Megabits per second each way; `None`: no limit.
     pub bandwidth_mbit: Option<f64>,
+}
+
+/// Common networks for `--link`, with a typical one-way latency and the bandwidth each way.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum LinkPreset {
+    /// 100 Mbit/s switched Ethernet, 0.1 ms: the clusters of the POETRIES and Cesar et al. papers.
+    FastEthernet,
+    /// 1 Gbit/s Ethernet, 0.05 ms.
+    Gigabit,
+    /// 10 Gbit/s Ethernet, 0.02 ms.
+    #[value(name = "10-gigabit")]
+    #[serde(rename = "10-gigabit")]
+    TenGigabit,
+    /// 100 Gbit/s InfiniBand (HDR), 0.002 ms.
+    Infiniband,
+}
+
+impl LinkPreset {
+    /// The network as an emulated link.
+    pub fn link(self) -> EmulatedLink {
+        let (latency_ms, mbit) = match self {
+            LinkPreset::FastEthernet => (0.1, 100.0),
+            LinkPreset::Gigabit => (0.05, 1_000.0),
+            LinkPreset::TenGigabit => (0.02, 10_000.0),
+            LinkPreset::Infiniband => (0.002, 100_000.0),
+        };
+        EmulatedLink {
+            latency_ms,
+            bandwidth_mbit: Some(mbit),
+        }
+    }
 }
 
 impl EmulatedLink {
@@ -462,15 +502,18 @@ impl RunConfig {
                 .clone()
                 .or_else(|| file.load.clone())
                 .unwrap_or_default(),
-            link: match (
-                args.link_latency.or(file.link_latency),
-                args.link_bandwidth.or(file.link_bandwidth),
-            ) {
-                (None, None) => None,
-                (latency, bandwidth) => Some(EmulatedLink {
-                    latency_ms: latency.unwrap_or(0.0),
-                    bandwidth_mbit: bandwidth,
-                }),
+            link: {
+                let preset = args.link.or(file.link).map(LinkPreset::link);
+                match (
+                    args.link_latency.or(file.link_latency),
+                    args.link_bandwidth.or(file.link_bandwidth),
+                ) {
+                    (None, None) => preset,
+                    (latency, bandwidth) => Some(EmulatedLink {
+                        latency_ms: latency.or(preset.map(|p| p.latency_ms)).unwrap_or(0.0),
+                        bandwidth_mbit: bandwidth.or(preset.and_then(|p| p.bandwidth_mbit)),
+                    }),
+                }
             },
             faults: FaultConfig {
                 task_retries: args

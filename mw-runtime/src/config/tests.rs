@@ -459,3 +459,51 @@ fn absurd_sizes_are_refused_with_their_limit_on_the_command_line_and_in_the_file
     };
     RunConfig::merge_file(&ConfigFile::default(), &at_limits).unwrap();
 }
+
+#[test]
+fn a_named_network_sets_the_link_and_the_flags_override_its_parts() {
+    #[derive(clap::Parser, Debug)]
+    struct Cli {
+        #[command(flatten)]
+        run: RunArgs,
+    }
+    use clap::Parser;
+    let link = |argv: &[&str], file: &str| {
+        let flags = Cli::try_parse_from(argv).unwrap();
+        let file = ConfigFile::parse(file).unwrap();
+        RunConfig::merge(&file.run, &flags.run).unwrap().link
+    };
+    let gigabit = EmulatedLink {
+        latency_ms: 0.05,
+        bandwidth_mbit: Some(1000.0),
+    };
+    assert_eq!(link(&["app", "--link", "gigabit"], ""), Some(gigabit));
+    assert_eq!(link(&["app"], "[run]\nlink = \"gigabit\"\n"), Some(gigabit));
+    // The flag wins over the file; a latency or bandwidth flag overrides that part only.
+    assert_eq!(
+        link(
+            &["app", "--link", "10-gigabit"],
+            "[run]\nlink = \"gigabit\"\n"
+        ),
+        Some(LinkPreset::TenGigabit.link())
+    );
+    assert_eq!(
+        link(
+            &["app", "--link", "fast-ethernet", "--link-latency", "0.3"],
+            ""
+        ),
+        Some(EmulatedLink {
+            latency_ms: 0.3,
+            bandwidth_mbit: Some(100.0),
+        })
+    );
+    assert_eq!(link(&["app"], ""), None);
+    // An unknown network lists the known ones.
+    let error = Cli::try_parse_from(["app", "--link", "ethernet"])
+        .unwrap_err()
+        .to_string();
+    for name in ["fast-ethernet", "gigabit", "10-gigabit", "infiniband"] {
+        assert!(error.contains(name), "{error}");
+    }
+    assert!(ConfigFile::parse("[run]\nlink = \"ethernet\"\n").is_err());
+}
