@@ -23,7 +23,7 @@ use mpi::point_to_point::Status;
 use mpi::raw::AsRaw;
 use mpi::topology::{Rank, SimpleCommunicator};
 
-use super::Outgoing;
+use super::framing::Outgoing;
 
 /// Makes calls on `comm` return their errors instead of aborting the job, so that a peer that
 /// died cannot take this process with it.

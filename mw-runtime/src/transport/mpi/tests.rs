@@ -8,7 +8,17 @@
 //! stops for good (SIGSTOP). Started otherwise, the test says so and passes.
 #![allow(clippy::unwrap_used)]
 
-use super::*;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use mpi::topology::Communicator;
+
+use super::bootstrap::finalize;
+use super::master_link::{MpiMaster, recovery_enabled};
+use super::worker_link::MpiWorker;
+use super::{kill, layout, lifeline};
+use crate::config::Protocol;
+use crate::transport::{Chunk, Done, FromWorker, MasterLink, ToWorker, WorkerLink};
 
 /// What each worker does with its first chunk.
 fn fate(rank: i32) -> &'static str {

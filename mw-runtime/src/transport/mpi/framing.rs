@@ -1,0 +1,171 @@
+//! Messages on the wire: a message of up to [`INLINE`] bytes travels whole on the inline
+//! communicator; a longer one is announced there (its tag with [`FOLLOWS`] set) and its body
+//! follows on the bulk communicator in parts ([`super::parts`]).
+
+use std::sync::Arc;
+
+use mpi::Tag;
+use mpi::datatype::Equivalence;
+use mpi::topology::{Communicator, Rank, SimpleCommunicator};
+
+use super::parts::{self, PART};
+use super::posted::{self, Posted, Received};
+use crate::error::{Error, Result};
+
+/// Set in the tag of an announcement: the body follows on the bulk communicator.
+pub(super) const FOLLOWS: Tag = 1 << 8;
+
+/// The longest message sent whole; the receive buffer each process keeps has this size.
+pub(super) const INLINE: usize = 64 * 1024;
+
+/// A run's two communicators.
+pub(super) struct Comms {
+    /// Whole messages and announcements.
+    pub(super) inline: SimpleCommunicator,
+    /// Bodies of announced messages, in parts.
+    pub(super) bulk: SimpleCommunicator,
+}
+
+/// One end of a run's two communicators, with the receive buffer kept across messages.
+pub(super) struct Endpoint {
+    pub(super) comms: Comms,
+    pub(super) inbox: Vec<u8>,
+}
+
+/// Where a received message's bytes are.
+pub(super) enum Body {
+    /// The first bytes of the endpoint's buffer.
+    Inline(usize),
+    /// A body that followed its announcement.
+    Bulk(Vec<u8>),
+}
+
+/// A message received: its sender, tag and body.
+pub(super) type Incoming = (Rank, Tag, Body);
+
+impl Endpoint {
+    /// `world` and a duplicate of it (a collective call: every rank makes it together), both
+    /// returning errors rather than aborting the job when a peer is gone.
+    pub(super) fn new(world: SimpleCommunicator) -> Self {
+        let bulk = world.duplicate();
+        posted::errors_return(&world);
+        posted::errors_return(&bulk);
+        Endpoint {
+            comms: Comms {
+                inline: world,
+                bulk,
+            },
+            inbox: vec![0; INLINE],
+        }
+    }
+
+    pub(super) fn bytes<'a>(&'a self, body: &'a Body) -> &'a [u8] {
+        match body {
+            Body::Inline(len) => &self.inbox[..*len],
+            Body::Bulk(bytes) => bytes,
+        }
+    }
+}
+
+/// Waits for the next message from `from` (any rank when `None`) into `inbox`, the body of a
+/// long one on `bulk`. `keep_waiting(None)` is asked between tests for the message (and does
+/// the waiting), `keep_waiting(Some(rank))` between tests for the parts of a body from `rank`;
+/// `Ok(None)` when it said to stop.
+pub(super) fn receive(
+    comms: &Comms,
+    inbox: &mut [u8],
+    from: Option<Rank>,
+    mut keep_waiting: impl FnMut(Option<Rank>) -> bool,
+) -> Result<Option<Incoming>> {
+    let failed = |code| Error::backend(format!("MPI failed a receive (error code {code})"));
+    let status = match posted::receive(&comms.inline, from, None, inbox, || keep_waiting(None)) {
+        Received::Message(status) => status,
+        Received::GaveUp => return Ok(None),
+        Received::Failed(code) => return Err(failed(code)),
+    };
+    let (rank, tag) = (status.source_rank(), status.tag());
+    let len = usize::try_from(status.count(u8::equivalent_datatype())).unwrap_or(0);
+    if tag & FOLLOWS == 0 {
+        return Ok(Some((rank, tag, Body::Inline(len))));
+    }
+    let tag = tag & !FOLLOWS;
+    let total = parts::announced(&inbox[..len.min(inbox.len())]).ok_or_else(|| {
+        Error::backend(format!(
+            "rank {rank} announced a message without its length"
+        ))
+    })?;
+    // Zeroed pages come from the system untouched, so a large body costs no extra pass.
+    let mut body = vec![0u8; total];
+    for range in parts::parts(total, PART) {
+        let expected = range.len();
+        let into = &mut body[range];
+        match posted::receive(&comms.bulk, Some(rank), Some(tag), into, || {
+            keep_waiting(Some(rank))
+        }) {
+            Received::Message(status)
+                if status.count(u8::equivalent_datatype()) as usize == expected => {}
+            Received::Message(status) => {
+                return Err(Error::backend(format!(
+                    "rank {rank} sent a part of {} bytes where {expected} were announced",
+                    status.count(u8::equivalent_datatype())
+                )));
+            }
+            Received::GaveUp => return Ok(None),
+            Received::Failed(code) => return Err(failed(code)),
+        }
+    }
+    Ok(Some((rank, tag, Body::Bulk(body))))
+}
+
+/// Posts `bytes` to `rank`: whole, or their announcement (written into `header`) and their
+/// parts; `synchronous` sends complete only once the receiver has them.
+pub(super) fn post_message(
+    comms: &Comms,
+    rank: Rank,
+    tag: Tag,
+    bytes: Outgoing,
+    synchronous: bool,
+    mut header: Vec<u8>,
+    posted: &mut impl Extend<Posted>,
+) {
+    let len = bytes.bytes().len();
+    if len <= INLINE {
+        let whole = Posted::send(&comms.inline, rank, tag, bytes, 0..len, synchronous);
+        posted.extend([whole]);
+        return;
+    }
+    header.clear();
+    header.extend_from_slice(&parts::announcement(len));
+    let header = Outgoing::Own(header);
+    let tag_follows = tag | FOLLOWS;
+    let header = Posted::send(&comms.inline, rank, tag_follows, header, 0..8, synchronous);
+    posted.extend([header]);
+    let body = bytes.into_shared();
+    posted.extend(parts::parts(len, PART).map(|range| {
+        let part = Outgoing::Shared(Arc::clone(&body));
+        Posted::send(&comms.bulk, rank, tag, part, range, synchronous)
+    }));
+}
+
+/// Encoded bytes being sent: the shared part is encoded once for every worker, and a long
+/// message is shared by its parts.
+pub(super) enum Outgoing {
+    Own(Vec<u8>),
+    Shared(Arc<Vec<u8>>),
+}
+
+impl Outgoing {
+    pub(super) fn bytes(&self) -> &[u8] {
+        match self {
+            Outgoing::Own(bytes) => bytes,
+            Outgoing::Shared(bytes) => bytes,
+        }
+    }
+
+    pub(super) fn into_shared(self) -> Arc<Vec<u8>> {
+        match self {
+            Outgoing::Own(bytes) => Arc::new(bytes),
+            Outgoing::Shared(bytes) => bytes,
+        }
+    }
+}

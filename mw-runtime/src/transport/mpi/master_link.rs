@@ -1,0 +1,457 @@
+//! The master's end (rank 0): sends that go on in the background under `async`, answers from
+//! any worker, and the workers found dead or given up on.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use mpi::Tag;
+use mpi::topology::{Communicator, Rank, SimpleCommunicator};
+
+use super::backoff::{Backoff, CHECK_EVERY};
+use super::framing::{Body, Comms, Endpoint, INLINE, Outgoing, post_message, receive};
+use super::kill;
+use super::layout::Place;
+use super::lifeline::Lifelines;
+use super::messages::decode;
+use super::posted::Posted;
+use super::{
+    CHUNK, DONE, FAILED, FATAL, FINISHED, KILL, LEAVE_UNFINALIZED, LOST, READY, SHARED, STOP,
+};
+use crate::codec::{self, Message, Reader};
+use crate::config::Protocol;
+use crate::error::{Error, Result};
+use crate::transport::{Done, FromWorker, MasterLink, ToWorker};
+use crate::tuning::Layout;
+
+/// Send buffers the master keeps for reuse, at most.
+const SPARE: usize = 64;
+/// Capacity of a chunk's task vector kept for the next chunk, at most (a large one is freed).
+const SPARE_TASKS: usize = 4096;
+/// Capacity of an answer's results vector kept for the next answer, at most: results decoded
+/// into it go one by one, so a large vector is better decoded afresh (in one copy for numbers).
+const SPARE_RESULTS: usize = 64;
+/// Sends in progress past which the master tests every one of them, not only the oldest.
+const TEST_ALL: usize = 64;
+
+/// What the master knows of workers that are gone.
+struct Gone {
+    /// By worker: lost or forsaken; nothing goes to it or is taken from it any more.
+    gone: Vec<bool>,
+    /// Lost workers not yet reported, with what was seen.
+    unreported: VecDeque<(usize, String)>,
+    lifelines: Option<Lifelines>,
+}
+
+impl Gone {
+    /// Looks at the lifelines: every worker found dead is given up (its sends abandoned) and
+    /// queued to be reported. A worker with a message still waiting is reported after it.
+    fn look(&mut self, comms: &Comms, posted: &mut VecDeque<Posted>) {
+        let Some(lifelines) = &mut self.lifelines else {
+            return;
+        };
+        let waiting = |worker: usize| {
+            let rank = Rank::try_from(worker + 1).unwrap_or(Rank::MAX);
+            mpi::point_to_point::Source::immediate_probe(&comms.inline.process_at_rank(rank))
+                .is_some()
+        };
+        for (worker, why) in lifelines.look(waiting) {
+            if !self.gone[worker] {
+                self.give_up(worker, posted);
+                self.unreported.push_back((worker, why));
+            }
+        }
+    }
+
+    /// Nothing more goes to `worker` or is waited for from it: sends in progress are abandoned.
+    fn give_up(&mut self, worker: usize, posted: &mut VecDeque<Posted>) {
+        self.gone[worker] = true;
+        if let Some(lifelines) = &mut self.lifelines {
+            lifelines.release(worker);
+        }
+        let rank = worker as Rank + 1;
+        let (to_it, others): (VecDeque<_>, VecDeque<_>) =
+            posted.drain(..).partition(|p| p.rank() == rank);
+        *posted = others;
+        to_it.into_iter().for_each(Posted::abandon);
+    }
+}
+
+/// The master's end (rank 0).
+pub(super) struct MpiMaster<T, S, R> {
+    end: Endpoint,
+    pub(super) protocol: Protocol,
+    /// Sends in progress, oldest first.
+    posted: VecDeque<Posted>,
+    /// Buffers of sent messages, kept to encode the next ones into.
+    spare: Vec<Vec<u8>>,
+    /// The shared part is encoded once per iteration, not once per worker: the iteration index
+    /// (a varint), then the part.
+    shared: Option<(Arc<S>, Arc<Vec<u8>>)>,
+    /// The task vector of the last chunk, emptied once encoded, for the next chunk.
+    spare_tasks: Vec<T>,
+    /// The results vector of the last answer, emptied once recovered, for the next answer.
+    spare_results: Vec<R>,
+    /// The workers' nodes, as the ranks told them.
+    layout: Option<Layout>,
+    /// Where each worker's process runs, and the master's node.
+    pub(super) places: Vec<Place>,
+    node: String,
+    gone: Gone,
+}
+
+impl<T, S, R> MpiMaster<T, S, R> {
+    pub(super) fn new(
+        world: SimpleCommunicator,
+        protocol: Protocol,
+        layout: Option<(Layout, Vec<Place>)>,
+        lifelines: Option<Lifelines>,
+    ) -> Self {
+        let pool = world.size() as usize - 1;
+        let (layout, places) = layout.map_or((None, Vec::new()), |(l, p)| (Some(l), p));
+        MpiMaster {
+            layout,
+            places,
+            node: mpi::environment::processor_name().unwrap_or_default(),
+            end: Endpoint::new(world),
+            protocol,
+            posted: VecDeque::new(),
+            spare: Vec::new(),
+            shared: None,
+            spare_tasks: Vec::new(),
+            spare_results: Vec::new(),
+            gone: Gone {
+                gone: vec![false; pool],
+                unreported: VecDeque::new(),
+                lifelines,
+            },
+        }
+    }
+
+    /// Sends one message: under the sync protocol, returns once the worker has it (or is found
+    /// dead); else posts it and returns at once. `Stop` is always posted: after a failed
+    /// iteration a worker may still be handing back an answer, under sync waiting for the master
+    /// to take it, which the master does only once its `Stop`s are out. `Kill` too: the worker
+    /// asked to end another may be busy with a chunk.
+    fn post(&mut self, rank: Rank, tag: Tag, bytes: Outgoing) {
+        let synchronous = self.protocol == Protocol::Sync && tag != STOP && tag != KILL;
+        let header = self.spare.pop().unwrap_or_default();
+        let comms = &self.end.comms;
+        post_message(
+            comms,
+            rank,
+            tag,
+            bytes,
+            synchronous,
+            header,
+            &mut self.posted,
+        );
+        if synchronous {
+            self.settle(rank);
+        }
+    }
+
+    /// Waits until every send is complete, or `rank`, which they go to, is found dead.
+    fn settle(&mut self, rank: Rank) {
+        let mut backoff = Backoff::new(Duration::from_millis(1), Duration::from_millis(1));
+        let mut tests = 0u32;
+        while !self.posted.iter_mut().all(Posted::test) {
+            backoff.wait();
+            tests = tests.wrapping_add(1);
+            if tests % CHECK_EVERY == 0 || backoff.sleeping() {
+                self.gone.look(&self.end.comms, &mut self.posted);
+                if self.gone.gone[rank as usize - 1] {
+                    break;
+                }
+            }
+        }
+        self.reap();
+    }
+
+    /// Keeps a sent message's buffer for the next one, unless it is large (a fresh allocation
+    /// costs little next to copying a large message) or enough are kept already.
+    fn recycle(&mut self, bytes: Outgoing) {
+        if let Outgoing::Own(mut bytes) = bytes {
+            if bytes.capacity() <= INLINE && self.spare.len() < SPARE {
+                bytes.clear();
+                self.spare.push(bytes);
+            }
+        }
+    }
+
+    /// Takes back the buffers of finished sends: the oldest ones, up to the first still in
+    /// progress (small sends finish at once; one ahead to a busy worker may wait for it), and
+    /// all of them once many are in progress.
+    fn reap(&mut self) {
+        while self.posted.front_mut().is_some_and(Posted::test) {
+            if let Some(done) = self.posted.pop_front() {
+                let bytes = done.finish();
+                self.recycle(bytes);
+            }
+        }
+        if self.posted.len() > TEST_ALL {
+            let (mut done, mut running) = (Vec::new(), VecDeque::new());
+            for mut posted in self.posted.drain(..) {
+                if posted.test() {
+                    done.push(posted);
+                } else {
+                    running.push_back(posted);
+                }
+            }
+            self.posted = running;
+            for done in done {
+                let bytes = done.finish();
+                self.recycle(bytes);
+            }
+        }
+    }
+
+    /// The next message, or a worker lost, from a worker not given up on; `None` once
+    /// `deadline` has passed.
+    fn next(&mut self, deadline: Option<Instant>) -> Result<Option<(usize, Tag, Body)>> {
+        self.reap();
+        loop {
+            if let Some((worker, why)) = self.gone.unreported.pop_front() {
+                return Ok(Some((worker, LOST, Body::Bulk(why.into_bytes()))));
+            }
+            let mut backoff = Backoff::new(Duration::from_micros(200), Duration::from_millis(1));
+            let mut tests = 0u32;
+            let (comms, gone, posted) = (&self.end.comms, &mut self.gone, &mut self.posted);
+            let keep_waiting = |body_from: Option<Rank>| {
+                backoff.wait();
+                tests = tests.wrapping_add(1);
+                if tests % CHECK_EVERY != 0 && !backoff.sleeping() {
+                    return true;
+                }
+                gone.look(comms, posted);
+                match body_from {
+                    // The rest of a long message: only its sender's death ends the wait.
+                    Some(rank) => !gone.gone[rank as usize - 1],
+                    None => {
+                        gone.unreported.is_empty()
+                            && deadline.is_none_or(|deadline| Instant::now() < deadline)
+                    }
+                }
+            };
+            let Some((rank, tag, body)) = receive(comms, &mut self.end.inbox, None, keep_waiting)?
+            else {
+                if self.gone.unreported.is_empty() {
+                    return Ok(None);
+                }
+                continue;
+            };
+            let worker = rank as usize - 1;
+            if !self.gone.gone[worker] {
+                return Ok(Some((worker, tag, body)));
+            }
+            // From a worker given up on: dropped.
+        }
+    }
+
+    /// A message from `worker` as the engine takes it.
+    fn read(&mut self, worker: usize, tag: Tag, body: Body) -> Result<FromWorker<T, R>>
+    where
+        T: Message,
+        R: Message,
+    {
+        let bytes = self.end.bytes(&body);
+        Ok(match tag {
+            READY => FromWorker::Ready {
+                error: decode(bytes)?,
+            },
+            DONE => {
+                let mut input = Reader::new(bytes);
+                let spare = std::mem::take(&mut self.spare_results);
+                let done = Done::decode_into(&mut input, spare)?;
+                input.finish(std::any::type_name::<Done<R>>())?;
+                FromWorker::Done(done)
+            }
+            FAILED => FromWorker::Failed(decode(bytes)?),
+            FINISHED => {
+                // Its process may end from now on: that is no loss.
+                if let Some(lifelines) = &mut self.gone.lifelines {
+                    lifelines.release(worker);
+                }
+                FromWorker::Finished {
+                    error: decode(bytes)?,
+                }
+            }
+            LOST => FromWorker::Lost {
+                why: String::from_utf8_lossy(bytes).into_owned(),
+            },
+            FATAL => {
+                let reason: String = decode(bytes)?;
+                return Err(Error::backend(format!("worker {worker} gave up: {reason}")));
+            }
+            other => {
+                return Err(Error::backend(format!(
+                    "worker {worker} sent a message with unknown tag {other}"
+                )));
+            }
+        })
+    }
+}
+
+impl<T: Message, S: Message, R: Message> MasterLink<T, S, R> for MpiMaster<T, S, R> {
+    fn pool(&self) -> usize {
+        (self.end.comms.inline.size() - 1) as usize
+    }
+
+    fn layout(&self) -> Option<Layout> {
+        self.layout.clone()
+    }
+
+    fn backend(&self) -> &'static str {
+        "mpi"
+    }
+
+    fn send(&mut self, worker: usize, message: ToWorker<T, S>) -> Result<()> {
+        let rank = Rank::try_from(worker + 1)
+            .ok()
+            .filter(|_| worker < self.gone.gone.len())
+            .ok_or_else(|| Error::backend(format!("no worker {worker} in the pool")))?;
+        if self.gone.gone[worker] {
+            // Given up on: nothing reaches it any more.
+            return Ok(());
+        }
+        let (tag, bytes) = match message {
+            ToWorker::Shared { iteration, part } => {
+                let bytes = match &self.shared {
+                    Some((cached, bytes)) if Arc::ptr_eq(cached, &part) => Arc::clone(bytes),
+                    _ => {
+                        let iteration = iteration as u64;
+                        let mut bytes =
+                            Vec::with_capacity(codec::varint_len(iteration) + part.encoded_len());
+                        codec::write_varint(&mut bytes, iteration);
+                        part.encode(&mut bytes);
+                        let bytes = Arc::new(bytes);
+                        self.shared = Some((part, Arc::clone(&bytes)));
+                        bytes
+                    }
+                };
+                (SHARED, Outgoing::Shared(bytes))
+            }
+            ToWorker::Chunk(chunk) => {
+                let mut bytes = self.spare.pop().unwrap_or_default();
+                chunk.encode(&mut bytes);
+                let mut tasks = chunk.tasks;
+                if tasks.capacity() <= SPARE_TASKS {
+                    tasks.clear();
+                    self.spare_tasks = tasks;
+                }
+                (CHUNK, Outgoing::Own(bytes))
+            }
+            ToWorker::Stop => {
+                let mut bytes = self.spare.pop().unwrap_or_default();
+                if self.lost_any() {
+                    bytes.push(LEAVE_UNFINALIZED);
+                }
+                (STOP, Outgoing::Own(bytes))
+            }
+        };
+        self.post(rank, tag, bytes);
+        Ok(())
+    }
+
+    fn spare_tasks(&mut self) -> Vec<T> {
+        std::mem::take(&mut self.spare_tasks)
+    }
+
+    fn reuse_results(&mut self, results: Vec<R>) {
+        if results.capacity() <= SPARE_RESULTS {
+            self.spare_results = results;
+        }
+    }
+
+    fn recv(&mut self) -> Result<(usize, FromWorker<T, R>)> {
+        loop {
+            if let Some((worker, tag, body)) = self.next(None)? {
+                return Ok((worker, self.read(worker, tag, body)?));
+            }
+        }
+    }
+
+    fn recv_within(&mut self, timeout: Duration) -> Result<Option<(usize, FromWorker<T, R>)>> {
+        let deadline = Instant::now() + timeout;
+        match self.next(Some(deadline))? {
+            Some((worker, tag, body)) => Ok(Some((worker, self.read(worker, tag, body)?))),
+            None => Ok(None),
+        }
+    }
+
+    /// Under MPI the worker's process is also ended (SIGKILL), by the master on its own node or
+    /// by a worker on the other's: `MPI_Finalize` waits for every rank, so a rank that never
+    /// answers would otherwise hold every process of the job at the end of the run.
+    fn can_leave_behind(&self) -> bool {
+        recovery_enabled()
+    }
+
+    fn forsake(&mut self, worker: usize) {
+        if self.gone.gone.get(worker) == Some(&false) {
+            self.gone.give_up(worker, &mut self.posted);
+            self.end_process(worker);
+        }
+    }
+}
+
+impl<T, S, R> MpiMaster<T, S, R> {
+    /// Whether a worker was lost or given up on in this run: then no rank calls `MPI_Finalize`,
+    /// whose closing synchronization over every rank of the job may wait for a dead one forever.
+    pub(super) fn lost_any(&self) -> bool {
+        self.gone.gone.contains(&true)
+    }
+
+    /// Ends the process of `worker`, given up on; says what it did, or why it could not.
+    fn end_process(&mut self, worker: usize) {
+        let Some(place) = self.places.get(worker).cloned() else {
+            return;
+        };
+        let rank = worker + 1;
+        let recovery = if recovery_enabled() {
+            ""
+        } else {
+            "; without `--mca orte_enable_recovery 1` on the mpirun line, mpirun ends the whole \
+             job with it"
+        };
+        if place.node == self.node {
+            match kill::kill(place.pid) {
+                Ok(()) => eprintln!(
+                    "warning: worker {worker} (rank {rank}, process {}) was given up on and \
+                     ended{recovery}",
+                    place.pid
+                ),
+                Err(e) => eprintln!(
+                    "warning: worker {worker} (rank {rank}) was given up on, but its process {} \
+                     could not be ended ({e}): mpirun will wait for it",
+                    place.pid
+                ),
+            }
+            return;
+        }
+        let helper = (0..self.places.len())
+            .find(|&w| !self.gone.gone[w] && self.places[w].node == place.node);
+        match helper {
+            Some(helper) => {
+                let pid = place.pid.to_le_bytes().to_vec();
+                self.post(helper as Rank + 1, KILL, Outgoing::Own(pid));
+                eprintln!(
+                    "warning: worker {worker} (rank {rank}) was given up on; worker {helper} ends \
+                     its process {} on {}{recovery}",
+                    place.pid, place.node
+                );
+            }
+            None => eprintln!(
+                "warning: worker {worker} (rank {rank}) was given up on, and no worker is left \
+                 on its node to end it: mpirun will wait for it; `kill -9 {}` on {} ends it",
+                place.pid, place.node
+            ),
+        }
+    }
+}
+
+/// Whether mpirun keeps the job going when a rank dies (`--mca orte_enable_recovery 1`, which
+/// it passes to the ranks in their environment).
+pub(super) fn recovery_enabled() -> bool {
+    std::env::var("OMPI_MCA_orte_enable_recovery")
+        .is_ok_and(|v| matches!(v.trim(), "1" | "true" | "t" | "yes" | "y" | "enabled"))
+}
