@@ -43,9 +43,9 @@ pub(crate) struct Proposal {
 /// it becomes a decision.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Explanation {
-    Workers(super::workers::Account),
-    Factor(super::factor::Account),
-    Policy(super::policy::Account),
+    Workers(super::workers::WorkersEvaluation),
+    Factor(super::factor::FactorSimulation),
+    Policy(super::policy::PolicySimulation),
 }
 
 impl Explanation {
@@ -132,7 +132,7 @@ pub(crate) enum Verdict {
 /// A value left: by an accepted change (`rolled_back = false`: went `from → to`) or by a rollback
 /// (`to` was tried and `from` restored).
 #[derive(Debug, Clone, PartialEq)]
-struct Left {
+struct ValueLeft {
     tunable: &'static str,
     from: f64,
     to: f64,
@@ -146,7 +146,7 @@ struct Left {
 pub(crate) struct Decider {
     /// Per tunable: direction of the proposals in a row (+1 up, −1 down) and how many.
     streaks: Vec<(&'static str, f64, usize)>,
-    left: VecDeque<Left>,
+    left: VecDeque<ValueLeft>,
     /// Scores and times of recent iterations with the settings now in force.
     scores: VecDeque<(f64, f64)>,
     /// What the model left unexplained in recent iterations with the settings in force,
@@ -390,7 +390,7 @@ impl Decider {
     /// Keeps the trial without judging it (too little followed it to tell).
     pub fn keep(&mut self, iteration: usize) {
         if let Some(trial) = self.trial.take() {
-            self.left.push_back(Left {
+            self.left.push_back(ValueLeft {
                 tunable: trial.tunable,
                 from: trial.from,
                 to: trial.to,
@@ -410,7 +410,7 @@ impl Decider {
         };
         let limit = trial.baseline * (1.0 + trial.noise.max(MIN_GAIN) * trial.sensitivity);
         let rolled_back = after > limit;
-        self.left.push_back(Left {
+        self.left.push_back(ValueLeft {
             tunable: trial.tunable,
             from: trial.from,
             to: trial.to,

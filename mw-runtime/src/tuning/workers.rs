@@ -107,7 +107,7 @@ pub(crate) fn propose(
     if !(gain.is_finite() && gain > 0.0) {
         return None;
     }
-    let account = Account {
+    let account = WorkersEvaluation {
         machine,
         variant: variant.name(),
         objective,
@@ -140,7 +140,7 @@ pub(crate) fn propose(
 
 /// The numbers behind a proposal of the workers tunlet.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Account {
+pub(crate) struct WorkersEvaluation {
     machine: Option<Machine>,
     variant: &'static str,
     objective: Objective,
@@ -161,7 +161,7 @@ pub(crate) struct Account {
     best: Point,
 }
 
-impl Account {
+impl WorkersEvaluation {
     pub fn reason(&self) -> String {
         let (now, best) = (self.now, self.best);
         let what = match self.objective {
