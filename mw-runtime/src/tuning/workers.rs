@@ -13,6 +13,10 @@ use crate::tunables::Change;
 /// Imbalance tolerated above the model's bound before the load counts as unbalanced.
 pub(crate) const BALANCE_SLACK: f64 = 0.05;
 
+/// The workers tunlet: `Tt(n)`, `Pi(n)` over the range (see [`propose`]).
+#[derive(Debug, Default)]
+pub(crate) struct WorkersTunlet;
+
 /// Where the search happens.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Range {
