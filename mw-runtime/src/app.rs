@@ -6,6 +6,7 @@ use crate::codec::Message;
 use crate::config::Protocol;
 use crate::policy::{Policy, PolicyName};
 use crate::tunables::TunablesHandle;
+use crate::tuning::Tunlet;
 
 /// The master's hooks: cut each iteration's work into tasks and put the results together.
 ///
@@ -254,6 +255,8 @@ pub struct Setup {
     pub(crate) stream_ahead: usize,
     /// The program's own distribution policy, if it brought one.
     pub(crate) policy: Option<Box<dyn Policy>>,
+    /// The program's own tunlets.
+    pub(crate) tunlets: Vec<Box<dyn Tunlet>>,
 }
 
 impl Setup {
@@ -301,6 +304,14 @@ impl Setup {
     /// run with an error naming it.
     pub fn policy(&mut self, policy: Box<dyn Policy>) {
         self.policy = Some(policy);
+    }
+
+    /// Tunes a tunable the program declared ([`TunablesHandle::declare`]) with a tunlet of its
+    /// own, asked after the runtime's at every look (see [`Tunlet`] for an example). It is
+    /// asked unless `--tuning off` or `--tuning workers`, and its proposals go through the
+    /// same decision rules as the runtime's.
+    pub fn tunlet(&mut self, tunlet: Box<dyn Tunlet>) {
+        self.tunlets.push(tunlet);
     }
 }
 

@@ -92,7 +92,7 @@ pub use mw_macros::{Message, master, worker};
 pub use output::check_output;
 pub use policy::PolicyName;
 pub use run::{Report, run, run_config, run_with};
-pub use tunables::{Change, Decision, Tunables, TunablesHandle};
+pub use tunables::{Change, Decision, Tunable, TunableId, Tunables, TunablesHandle};
 
 /// The rsmpi crate, for programs that initialize MPI themselves: when MPI is already initialized,
 /// runs use it and leave finalizing to the program, so one process can run several times.

@@ -1,9 +1,13 @@
-//! The well-known tunables (`nworkers`, `factor`, `policy`) and the decisions that change them.
+//! The well-known tunables (`nworkers`, `factor`, `policy`), the tunables a program declares of
+//! its own, and the decisions that change them.
 //!
 //! The master reads one [`Tunables`] value at every iteration boundary. Changes requested in the
 //! meantime — by the tuner, the application or an external controller — wait in a
 //! [`TunablesHandle`] and take effect together at the next boundary, never mid-iteration.
 
+use std::fmt;
+use std::marker::PhantomData;
+use std::ops::RangeInclusive;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use serde::{Deserialize, Serialize};
@@ -31,19 +35,171 @@ pub enum Change {
     Factor(f64),
     /// New `policy`.
     Policy(PolicyName),
+    /// A new value for a tunable the program declared ([`TunableId::change`]).
+    Declared(DeclaredId, f64),
+}
+
+/// A tunable: one of the runtime's own, or one the program declared
+/// ([`TunablesHandle::declare`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Tunable {
+    /// `nworkers`.
+    Nworkers,
+    /// `factor`.
+    Factor,
+    /// `policy`.
+    Policy,
+    /// A tunable of the program's own.
+    Declared(DeclaredId),
+}
+
+impl Tunable {
+    /// The runtime's tunables, in the order the tuner asks their tunlets.
+    pub const BUILT_IN: [Tunable; 3] = [Tunable::Policy, Tunable::Factor, Tunable::Nworkers];
+
+    /// The well-known name of a built-in tunable; `None` for a declared one (its name is in the
+    /// [`TunablesHandle`]).
+    pub fn built_in_name(self) -> Option<&'static str> {
+        match self {
+            Tunable::Nworkers => Some("nworkers"),
+            Tunable::Factor => Some("factor"),
+            Tunable::Policy => Some("policy"),
+            Tunable::Declared(_) => None,
+        }
+    }
+}
+
+/// Which of the program's declared tunables: obtained from [`TunableId::tunable`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct DeclaredId(usize);
+
+/// A typed handle on a tunable the program declared with [`TunablesHandle::declare`]: read its
+/// value with [`TunablesHandle::value`], propose one from a [`Tunlet`](crate::tuning::Tunlet).
+pub struct TunableId<T> {
+    index: usize,
+    kind: PhantomData<fn() -> T>,
+}
+
+impl<T> Clone for TunableId<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<T> Copy for TunableId<T> {}
+
+impl<T> fmt::Debug for TunableId<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "TunableId({})", self.index)
+    }
+}
+
+impl<T> PartialEq for TunableId<T> {
+    fn eq(&self, other: &Self) -> bool {
+        self.index == other.index
+    }
+}
+
+impl<T: TunableValue> TunableId<T> {
+    /// The tunable this handle names.
+    pub fn tunable(self) -> Tunable {
+        Tunable::Declared(DeclaredId(self.index))
+    }
+
+    /// The change that sets this tunable to `value`.
+    pub fn change(self, value: T) -> Change {
+        Change::Declared(DeclaredId(self.index), value.to_f64())
+    }
+}
+
+/// The types a declared tunable can hold: whole numbers (`i64`, e.g. a tile size) and real
+/// numbers (`f64`).
+pub trait TunableValue: Copy + PartialOrd + fmt::Display + private::Sealed {
+    /// Whether only whole numbers are valid.
+    const WHOLE: bool;
+    /// The value as the tuner and the metrics hold it.
+    fn to_f64(self) -> f64;
+    /// The value back from the tuner's number.
+    fn from_f64(value: f64) -> Self;
+}
+
+mod private {
+    pub trait Sealed {}
+    impl Sealed for i64 {}
+    impl Sealed for f64 {}
+}
+
+impl TunableValue for i64 {
+    const WHOLE: bool = true;
+    fn to_f64(self) -> f64 {
+        self as f64
+    }
+    fn from_f64(value: f64) -> Self {
+        value.round() as i64
+    }
+}
+
+impl TunableValue for f64 {
+    const WHOLE: bool = false;
+    fn to_f64(self) -> f64 {
+        self
+    }
+    fn from_f64(value: f64) -> Self {
+        value
+    }
+}
+
+/// A declared tunable: its name, range and value in force.
+#[derive(Debug, Clone, PartialEq)]
+struct Declared {
+    name: String,
+    min: f64,
+    max: f64,
+    whole: bool,
+    value: f64,
+}
+
+impl Declared {
+    fn check(&self, value: f64) -> Result<()> {
+        if value >= self.min && value <= self.max && (!self.whole || value.fract() == 0.0) {
+            return Ok(());
+        }
+        let kind = if self.whole {
+            "a whole number"
+        } else {
+            "a number"
+        };
+        Err(Error::config(
+            format!("error: `{}` = {value} is out of range", self.name),
+            format!(
+                "`{}` takes {kind} between {} and {}",
+                self.name, self.min, self.max
+            ),
+        ))
+    }
+
+    fn json(&self, value: f64) -> serde_json::Value {
+        if self.whole {
+            (value as i64).into()
+        } else {
+            value.into()
+        }
+    }
 }
 
 impl Change {
-    /// The tunable's well-known name.
-    pub fn tunable(&self) -> &'static str {
+    /// Which tunable it changes.
+    pub fn tunable(&self) -> Tunable {
         match self {
-            Change::Nworkers(_) => "nworkers",
-            Change::Factor(_) => "factor",
-            Change::Policy(_) => "policy",
+            Change::Nworkers(_) => Tunable::Nworkers,
+            Change::Factor(_) => Tunable::Factor,
+            Change::Policy(_) => Tunable::Policy,
+            Change::Declared(id, _) => Tunable::Declared(*id),
         }
     }
 
-    /// Checks the value against its range, for a pool of `pool` workers.
+    /// Checks the value against its range, for a pool of `pool` workers (a declared tunable's
+    /// range is checked by the [`TunablesHandle`] it was declared on).
     ///
     /// # Errors
     /// A configuration error naming the tunable, the value and the valid range.
@@ -100,6 +256,7 @@ impl Change {
             Change::Nworkers(n) => (*n).into(),
             Change::Factor(f) => (*f).into(),
             Change::Policy(p) => p.as_str().into(),
+            Change::Declared(_, v) => (*v).into(),
         }
     }
 }
@@ -140,7 +297,11 @@ impl Tunables {
         Some(Decision {
             iteration,
             tasks_done: None,
-            tunable: change.tunable().to_owned(),
+            tunable: change
+                .tunable()
+                .built_in_name()
+                .unwrap_or_default()
+                .to_owned(),
             from,
             to: change.value(),
             reason: why.reason.clone(),
@@ -239,16 +400,90 @@ pub struct TunablesHandle {
 #[derive(Debug)]
 struct State {
     current: Tunables,
+    /// The program's own tunables, by [`DeclaredId`].
+    declared: Vec<Declared>,
     pool: usize,
     pending: Vec<(Change, Why)>,
     /// Tunables set by the application or from outside: the tuner leaves them alone.
-    held: Vec<&'static str>,
+    held: Vec<Tunable>,
+}
+
+impl State {
+    fn check(&self, change: &Change) -> Result<()> {
+        match change {
+            Change::Declared(id, value) => self.declared[id.0].check(*value),
+            _ => change.validate(self.pool),
+        }
+    }
+
+    fn name(&self, tunable: Tunable) -> String {
+        match tunable {
+            Tunable::Declared(id) => self.declared[id.0].name.clone(),
+            _ => tunable.built_in_name().unwrap_or_default().to_owned(),
+        }
+    }
+
+    fn find(&self, name: &str) -> Result<Tunable> {
+        Tunable::BUILT_IN
+            .into_iter()
+            .find(|t| t.built_in_name() == Some(name))
+            .or_else(|| {
+                let index = self.declared.iter().position(|d| d.name == name)?;
+                Some(Tunable::Declared(DeclaredId(index)))
+            })
+            .ok_or_else(|| {
+                Error::config(
+                    format!("error: no tunable is named `{name}`"),
+                    format!("the tunables are {}", self.names()),
+                )
+            })
+    }
+
+    /// Every tunable's name in backticks, for messages.
+    fn names(&self) -> String {
+        let mut names: Vec<String> = ["nworkers", "factor", "policy"]
+            .into_iter()
+            .map(str::to_owned)
+            .chain(self.declared.iter().map(|d| d.name.clone()))
+            .map(|n| format!("`{n}`"))
+            .collect();
+        let last = names.pop().unwrap_or_default();
+        if names.is_empty() {
+            last
+        } else {
+            format!("{} and {last}", names.join(", "))
+        }
+    }
+
+    /// Applies `change`; the decision that records it, or `None` when the value does not change.
+    fn apply(&mut self, change: &Change, iteration: usize, why: &Why) -> Option<Decision> {
+        let Change::Declared(id, value) = *change else {
+            return self.current.apply(change, iteration, why);
+        };
+        let declared = &mut self.declared[id.0];
+        if declared.value == value {
+            return None;
+        }
+        let from = std::mem::replace(&mut declared.value, value);
+        Some(Decision {
+            iteration,
+            tasks_done: None,
+            tunable: declared.name.clone(),
+            from: declared.json(from),
+            to: declared.json(value),
+            reason: why.reason.clone(),
+            predicted_ms: why.predicted_ms,
+            measured_ms: why.measured_ms,
+            details: why.details.clone(),
+        })
+    }
 }
 
 /// A decision taken at an iteration boundary, with who asked for it.
 #[derive(Debug, Clone)]
 pub(crate) struct Applied {
     pub decision: Decision,
+    pub tunable: Tunable,
     pub source: Source,
 }
 
@@ -257,6 +492,7 @@ impl TunablesHandle {
         TunablesHandle {
             inner: Arc::new(Mutex::new(State {
                 current,
+                declared: Vec::new(),
                 pool,
                 pending: Vec::new(),
                 held: Vec::new(),
@@ -272,6 +508,147 @@ impl TunablesHandle {
     /// The tunables in force for the current iteration.
     pub fn current(&self) -> Tunables {
         self.lock().current.clone()
+    }
+
+    /// Declares a tunable of the program's own, named `name`, starting at `start`, valid over
+    /// `range`: its value can then be read with [`value`](TunablesHandle::value) (in force from
+    /// one iteration boundary to the next, like the runtime's), proposed by a
+    /// [`Tunlet`](crate::tuning::Tunlet) of the program's ([`Setup::tunlet`](crate::Setup::tunlet)),
+    /// requested by the application, or set from outside (`mwgen ctl ADDR set NAME VALUE`).
+    /// Every change is logged as a decision under `name`, as the runtime's are.
+    ///
+    /// # Examples
+    /// ```no_run
+    /// # fn f(setup: &mw_runtime::Setup) -> mw_runtime::Result<()> {
+    /// let tunables = setup.tunables();
+    /// let tile = tunables.declare("tile", 16_i64, 4..=64)?;
+    /// assert_eq!(tunables.value(tile), 16);
+    /// assert!(tunables.request(tile.change(128), "application").is_err());
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// The example in [`crate::tuning`] runs a program whose tunlet tunes such a tunable.
+    ///
+    /// # Errors
+    /// When `name` is taken (by a runtime tunable or an earlier declaration), is not one word
+    /// of letters, digits, `_` or `-`, or `start` lies outside `range`.
+    pub fn declare<T: TunableValue>(
+        &self,
+        name: &str,
+        start: T,
+        range: RangeInclusive<T>,
+    ) -> Result<TunableId<T>> {
+        let mut state = self.lock();
+        if state.find(name).is_ok() {
+            return Err(Error::config(
+                format!("error: a tunable named `{name}` already exists"),
+                format!("choose another name; the tunables are {}", state.names()),
+            ));
+        }
+        let word = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '-';
+        if name.is_empty() || !name.chars().all(word) {
+            return Err(Error::config(
+                format!("error: `{name}` is not a valid tunable name"),
+                "name it with letters, digits, `_` or `-`, e.g. `tile_size`",
+            ));
+        }
+        let declared = Declared {
+            name: name.to_owned(),
+            min: range.start().to_f64(),
+            max: range.end().to_f64(),
+            whole: T::WHOLE,
+            value: start.to_f64(),
+        };
+        declared.check(declared.value)?;
+        state.declared.push(declared);
+        Ok(TunableId {
+            index: state.declared.len() - 1,
+            kind: PhantomData,
+        })
+    }
+
+    /// The value in force of a tunable the program declared.
+    pub fn value<T: TunableValue>(&self, id: TunableId<T>) -> T {
+        T::from_f64(self.lock().declared[id.index].value)
+    }
+
+    /// The value in force of any tunable, as the tuner holds it: `nworkers` and `factor` as
+    /// numbers, `policy` as its place in [`PolicyName::ALL`].
+    pub(crate) fn number(&self, tunable: Tunable) -> f64 {
+        let state = self.lock();
+        match tunable {
+            Tunable::Nworkers => state.current.nworkers as f64,
+            Tunable::Factor => state.current.factor,
+            Tunable::Policy => PolicyName::ALL
+                .iter()
+                .position(|&p| p == state.current.policy)
+                .unwrap_or(0) as f64,
+            Tunable::Declared(id) => state.declared[id.0].value,
+        }
+    }
+
+    /// A tunable's name: the well-known one, or the one it was declared with.
+    pub fn name(&self, tunable: Tunable) -> String {
+        self.lock().name(tunable)
+    }
+
+    /// Every tunable with its value in force, `NAME=VALUE` separated by spaces (the control
+    /// endpoint's `get`).
+    pub fn list(&self) -> String {
+        let state = self.lock();
+        let t = &state.current;
+        let mut line = format!(
+            "nworkers={} factor={} policy={}",
+            t.nworkers, t.factor, t.policy
+        );
+        for d in &state.declared {
+            line.push_str(&format!(" {}={}", d.name, d.json(d.value)));
+        }
+        line
+    }
+
+    /// The value in force of the tunable named `name`, as text.
+    ///
+    /// # Errors
+    /// When no tunable has that name; the message lists them.
+    pub fn get_text(&self, name: &str) -> Result<String> {
+        let state = self.lock();
+        match state.find(name)? {
+            Tunable::Declared(id) => {
+                let d = &state.declared[id.0];
+                Ok(d.json(d.value).to_string())
+            }
+            _ => Ok(state.current.get(name).unwrap_or_default()),
+        }
+    }
+
+    /// Parses a change from a tunable's name and a value in text, as an external controller
+    /// sends them; declared tunables included.
+    ///
+    /// # Errors
+    /// When the name is not a tunable or the value does not parse.
+    pub fn parse(&self, name: &str, value: &str) -> Result<Change> {
+        let state = self.lock();
+        let Tunable::Declared(id) = state.find(name)? else {
+            return Change::parse(name, value);
+        };
+        let d = &state.declared[id.0];
+        let parsed = if d.whole {
+            value.parse::<i64>().ok().map(|v| v as f64)
+        } else {
+            value.parse::<f64>().ok().filter(|v| v.is_finite())
+        };
+        parsed.map(|v| Change::Declared(id, v)).ok_or_else(|| {
+            let kind = if d.whole {
+                "a whole number"
+            } else {
+                "a number"
+            };
+            Error::config(
+                format!("error: `{value}` is not a valid value for `{name}`"),
+                format!("`{name}` takes {kind} between {} and {}", d.min, d.max),
+            )
+        })
     }
 
     /// Requests a change for the next iteration boundary; `reason` is logged with the decision.
@@ -292,9 +669,9 @@ impl TunablesHandle {
     /// asked for wins, so a flood of requests makes one decision per tunable and boundary.
     pub(crate) fn request_why(&self, change: Change, why: Why) -> Result<()> {
         let mut state = self.lock();
-        change.validate(state.pool)?;
-        let name = change.tunable();
-        state.pending.retain(|(c, _)| c.tunable() != name);
+        state.check(&change)?;
+        let tunable = change.tunable();
+        state.pending.retain(|(c, _)| c.tunable() != tunable);
         state.pending.push((change, why));
         Ok(())
     }
@@ -304,13 +681,13 @@ impl TunablesHandle {
     /// whether it was queued.
     pub(crate) fn request_tuned(&self, change: Change, why: Why) -> bool {
         let mut state = self.lock();
-        let name = change.tunable();
-        let taken = state.held.contains(&name)
+        let tunable = change.tunable();
+        let taken = state.held.contains(&tunable)
             || state
                 .pending
                 .iter()
-                .any(|(c, w)| c.tunable() == name && w.source != Source::Tuner);
-        if taken || change.validate(state.pool).is_err() {
+                .any(|(c, w)| c.tunable() == tunable && w.source != Source::Tuner);
+        if taken || state.check(&change).is_err() {
             return false;
         }
         state.pending.push((change, why));
@@ -322,14 +699,14 @@ impl TunablesHandle {
     /// # Errors
     /// When `name` is not a tunable.
     pub(crate) fn release(&self, name: &str) -> Result<()> {
-        let name = tunable_name(name)?;
         let mut state = self.lock();
-        state.held.retain(|&h| h != name);
+        let tunable = state.find(name)?;
+        state.held.retain(|&h| h != tunable);
         Ok(())
     }
 
     /// Tunables the tuner must leave alone.
-    pub(crate) fn held(&self) -> Vec<&'static str> {
+    pub(crate) fn held(&self) -> Vec<Tunable> {
         self.lock().held.clone()
     }
 
@@ -341,21 +718,21 @@ impl TunablesHandle {
         let pending = std::mem::take(&mut state.pending);
         let mut applied = Vec::new();
         for (change, why) in &pending {
-            if why.source != Source::Tuner && !state.held.contains(&change.tunable()) {
-                state.held.push(change.tunable());
+            let tunable = change.tunable();
+            if why.source != Source::Tuner && !state.held.contains(&tunable) {
+                state.held.push(tunable);
             }
-            if let Some(decision) = state.current.apply(change, iteration, why) {
+            if let Some(decision) = state.apply(change, iteration, why) {
                 applied.push(Applied {
                     decision,
+                    tunable,
                     source: why.source,
                 });
             }
         }
         applied
     }
-}
 
-impl TunablesHandle {
     /// Applies the tuner's queued changes at once, inside `iteration` with `tasks_done` of its
     /// tasks done; requests from the application or from outside wait for the boundary.
     pub(crate) fn apply_tuned_now(&self, iteration: usize, tasks_done: usize) -> Vec<Applied> {
@@ -366,29 +743,17 @@ impl TunablesHandle {
         state.pending = others;
         let mut applied = Vec::new();
         for (change, why) in &tuned {
-            if let Some(mut decision) = state.current.apply(change, iteration, why) {
+            if let Some(mut decision) = state.apply(change, iteration, why) {
                 decision.tasks_done = Some(tasks_done);
                 applied.push(Applied {
                     decision,
+                    tunable: change.tunable(),
                     source: why.source,
                 });
             }
         }
         applied
     }
-}
-
-/// The `&'static` name of a tunable.
-fn tunable_name(name: &str) -> Result<&'static str> {
-    ["nworkers", "factor", "policy"]
-        .into_iter()
-        .find(|&n| n == name)
-        .ok_or_else(|| {
-            Error::config(
-                format!("error: no tunable is named `{name}`"),
-                "the tunables are `nworkers`, `factor` and `policy`",
-            )
-        })
 }
 
 #[cfg(test)]
@@ -425,5 +790,63 @@ mod tests {
         );
         assert_eq!(handle.current().nworkers, 8);
         assert!(handle.apply_pending(2).is_empty());
+    }
+
+    #[test]
+    fn a_declared_tunable_is_checked_against_its_range_and_named_in_its_decisions() {
+        let start = Tunables {
+            nworkers: 2,
+            factor: 0.5,
+            policy: PolicyName::Daf,
+        };
+        let handle = TunablesHandle::new(start, 8);
+        let tile = handle.declare("tile", 16_i64, 4..=64).unwrap();
+        let rate = handle.declare("rate", 0.5_f64, 0.0..=1.0).unwrap();
+        for (name, start) in [("tile", 1), ("factor", 1), ("two words", 1), ("", 1)] {
+            let e = handle.declare(name, start, 0..=4).unwrap_err();
+            assert!(e.to_string().contains(&format!("`{name}`")), "{e}");
+        }
+        assert!(handle.declare("step", 9_i64, 1..=8).is_err());
+        assert_eq!(
+            handle.list(),
+            "nworkers=2 factor=0.5 policy=daf tile=16 rate=0.5"
+        );
+        assert!(handle.request(tile.change(65), "application").is_err());
+        let e = handle.parse("tile", "4.5").unwrap_err();
+        assert!(
+            e.to_string().contains("not a valid value for `tile`"),
+            "{e}"
+        );
+        let e = handle.parse("tiles", "4").unwrap_err().to_string();
+        assert!(
+            e.contains("`nworkers`, `factor`, `policy`, `tile` and `rate`"),
+            "{e}"
+        );
+        let change = handle.parse("tile", "32").unwrap();
+        handle
+            .request_why(change, Why::plain(Source::External, "external"))
+            .unwrap();
+        handle.request(rate.change(0.25), "application").unwrap();
+        let applied = handle.apply_pending(3);
+        let decided: Vec<(&str, String, String)> = applied
+            .iter()
+            .map(|a| {
+                let d = &a.decision;
+                (d.tunable.as_str(), d.from.to_string(), d.to.to_string())
+            })
+            .collect();
+        assert_eq!(
+            decided,
+            [
+                ("tile", "16".into(), "32".into()),
+                ("rate", "0.5".into(), "0.25".into())
+            ]
+        );
+        assert_eq!((handle.value(tile), handle.value(rate)), (32, 0.25));
+        // Set from outside: held until handed back.
+        assert_eq!(handle.held(), [tile.tunable(), rate.tunable()]);
+        handle.release("tile").unwrap();
+        assert_eq!(handle.held(), [rate.tunable()]);
+        assert!(!handle.request_tuned(rate.change(0.75), Why::plain(Source::Tuner, "tuner")));
     }
 }

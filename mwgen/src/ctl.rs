@@ -16,7 +16,8 @@ The program must have been started with `--control ADDR` (a Unix socket path or
 127.0.0.1:PORT), by the same user: the program writes a token that only its user can read,
 and `mwgen ctl` finds and sends it by itself. A value set takes effect at the program's next iteration and is logged as a
 decision with reason `external`; the tuner then leaves that tunable alone until it is set to
-`auto`.
+`auto`. Tunables the program declared of its own (a tile size, say) are listed by `get` after
+`nworkers`, `factor` and `policy`, and set the same way, within their declared range.
 
 Examples:
   mwgen ctl /tmp/fire.sock get
@@ -41,7 +42,7 @@ pub struct CtlArgs {
 /// What to do.
 #[derive(Debug, Clone, Subcommand)]
 pub enum Action {
-    /// Print a tunable's value (nworkers, factor, policy), or all of them
+    /// Print a tunable's value (nworkers, factor, policy, or one the program declared), or all of them
     Get {
         #[arg(value_name = "NAME")]
         name: Option<String>,

@@ -286,6 +286,7 @@ where
             iterations: None,
             stream_ahead: self.stream_ahead,
             policy: None,
+            tunlets: Vec::new(),
         };
         entering("initialize");
         let master_init = self.master.initialize(&mut setup);
@@ -294,6 +295,7 @@ where
             self.policy = own;
             self.own_policy = true;
         }
+        self.tuner.add_tunlets(std::mem::take(&mut setup.tunlets));
         self.progress.expect_iterations(setup.iterations);
         self.stream_ahead = setup.stream_ahead;
         let mut errors = Vec::new();

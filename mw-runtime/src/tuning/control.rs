@@ -48,7 +48,7 @@ use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, TrySendError, bounde
 
 use super::token::{self, TokenFile};
 use crate::error::{Error, ErrorKind, Result};
-use crate::tunables::{Change, Source, Tunables, TunablesHandle, Why};
+use crate::tunables::{Source, Tunables, TunablesHandle, Why};
 
 /// How often blocked server threads look whether the run has ended.
 const POLL: Duration = Duration::from_millis(50);
@@ -734,26 +734,17 @@ fn authenticate(request: &str, token: &str) -> Reply {
 fn answer(request: &str, handle: &TunablesHandle) -> Reply {
     let words: Vec<&str> = request.split_whitespace().collect();
     match words[..] {
-        ["get"] => {
-            let t = handle.current();
-            Reply::Ok(format!(
-                "nworkers={} factor={} policy={}",
-                t.nworkers, t.factor, t.policy
-            ))
-        }
-        ["get", name] => match handle.current().get(name) {
-            Some(value) => Reply::Ok(value),
-            None => Reply::Err {
-                message: format!("no tunable is named `{name}`"),
-                help: Some("the tunables are `nworkers`, `factor` and `policy`".into()),
-            },
+        ["get"] => Reply::Ok(handle.list()),
+        ["get", name] => match handle.get_text(name) {
+            Ok(value) => Reply::Ok(value),
+            Err(e) => Reply::from_error(&e),
         },
         ["set", name, "auto"] => match handle.release(name) {
             Ok(()) => Reply::Ok(format!("{name} is tuned again")),
             Err(e) => Reply::from_error(&e),
         },
         ["set", name, value] => {
-            let queued = Change::parse(name, value).and_then(|change| {
+            let queued = handle.parse(name, value).and_then(|change| {
                 handle.request_why(change, Why::plain(Source::External, "external"))
             });
             match queued {
@@ -763,7 +754,7 @@ fn answer(request: &str, handle: &TunablesHandle) -> Reply {
         }
         ["help"] => Reply::Ok(
             "commands: get [NAME], set NAME VALUE, set NAME auto, watch; tunables: nworkers, \
-             factor, policy"
+             factor, policy and the program's own (`get` lists them)"
                 .into(),
         ),
         _ => Reply::Err {

@@ -6,7 +6,7 @@
 use std::collections::VecDeque;
 
 use super::Span;
-use crate::tunables::Change;
+use crate::tunables::{Change, Tunable, TunableId, TunableValue};
 
 /// Relative gain below which no proposal is acted on, however quiet the measurements.
 pub(crate) const MIN_GAIN: f64 = 0.03;
@@ -22,30 +22,68 @@ pub(crate) const COLD_START_GAIN: f64 = 0.5;
 /// Iterations kept for the noise estimate and the baseline.
 const NOISE_WINDOW: usize = 8;
 
-/// What a tunlet proposes for the next iteration.
+/// What a [`Tunlet`](super::Tunlet) proposes: a value for its tunable, with the gain it
+/// predicts. The tuner acts on it only through the decision rules (persistence, a gain above
+/// the noise, hysteresis), watches the change and rolls it back if the iterations got worse.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Proposal {
-    pub change: Change,
+pub struct Proposal {
+    pub(crate) change: Change,
     /// The value now and the value proposed, as numbers.
-    pub from: f64,
-    pub to: f64,
+    pub(crate) from: f64,
+    pub(crate) to: f64,
     /// Predicted relative improvement of the objective, in `(0, 1)`.
-    pub gain: f64,
+    pub(crate) gain: f64,
     /// How strongly the objective amplifies noise in iteration time (1 for time, 2 for `Pi`).
-    pub sensitivity: f64,
+    pub(crate) sensitivity: f64,
     /// The model's iteration time with the proposed value, in ms.
-    pub predicted_ms: f64,
+    pub(crate) predicted_ms: f64,
     /// The inputs and the model's numbers, rendered only when the proposal is acted on.
-    pub explanation: Explanation,
+    pub(crate) explanation: Explanation,
+}
+
+impl Proposal {
+    /// Proposes `value` for the declared tunable `id`, predicting that the iterations take
+    /// `gain` (a fraction, `0.1` for 10 %) less time with it; `reason` is logged with the
+    /// decision if the proposal becomes one.
+    pub fn new<T: TunableValue>(
+        id: TunableId<T>,
+        value: T,
+        gain: f64,
+        reason: impl Into<String>,
+    ) -> Proposal {
+        Proposal {
+            change: id.change(value),
+            // The tuner fills in the value in force and the time predicted from its
+            // measurements.
+            from: f64::NAN,
+            to: value.to_f64(),
+            gain,
+            sensitivity: 1.0,
+            predicted_ms: f64::NAN,
+            explanation: Explanation::Declared(reason.into()),
+        }
+    }
+
+    /// The tunable it is for.
+    pub fn tunable(&self) -> Tunable {
+        self.change.tunable()
+    }
+
+    /// The predicted relative gain.
+    pub fn gain(&self) -> f64 {
+        self.gain
+    }
 }
 
 /// Why a tunlet proposes what it does: numbers, so that a proposal costs no formatting unless
 /// it becomes a decision.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Explanation {
-    Workers(super::workers::Account),
-    Factor(super::factor::Account),
-    Policy(super::policy::Account),
+    Workers(super::workers::WorkersEvaluation),
+    Factor(super::factor::FactorSimulation),
+    Policy(super::policy::PolicySimulation),
+    /// A program's tunlet: its own words.
+    Declared(String),
 }
 
 impl Explanation {
@@ -55,6 +93,7 @@ impl Explanation {
             Explanation::Workers(a) => a.reason(),
             Explanation::Factor(a) => a.reason(),
             Explanation::Policy(a) => a.reason(),
+            Explanation::Declared(reason) => reason.clone(),
         }
     }
 
@@ -64,6 +103,10 @@ impl Explanation {
             Explanation::Workers(a) => a.details(),
             Explanation::Factor(a) => a.details(),
             Explanation::Policy(a) => a.details(),
+            Explanation::Declared(reason) => serde_json::json!({
+                "tunlet": "program",
+                "reason": reason,
+            }),
         }
     }
 }
@@ -91,7 +134,9 @@ impl Conditions {
 /// A change made by the tuner, being watched.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Trial {
-    pub tunable: &'static str,
+    pub tunable: Tunable,
+    /// Its name, for the rollback's reason.
+    pub name: String,
     pub from: f64,
     pub to: f64,
     /// The change that undoes it.
@@ -132,8 +177,8 @@ pub(crate) enum Verdict {
 /// A value left: by an accepted change (`rolled_back = false`: went `from → to`) or by a rollback
 /// (`to` was tried and `from` restored).
 #[derive(Debug, Clone, PartialEq)]
-struct Left {
-    tunable: &'static str,
+struct ValueLeft {
+    tunable: Tunable,
     from: f64,
     to: f64,
     rolled_back: bool,
@@ -145,8 +190,8 @@ struct Left {
 #[derive(Debug, Default)]
 pub(crate) struct Decider {
     /// Per tunable: direction of the proposals in a row (+1 up, −1 down) and how many.
-    streaks: Vec<(&'static str, f64, usize)>,
-    left: VecDeque<Left>,
+    streaks: Vec<(Tunable, f64, usize)>,
+    left: VecDeque<ValueLeft>,
     /// Scores and times of recent iterations with the settings now in force.
     scores: VecDeque<(f64, f64)>,
     /// What the model left unexplained in recent iterations with the settings in force,
@@ -228,7 +273,7 @@ impl Decider {
     /// Counts a proposal (or its absence, `None`) for `tunable`; returns how many iterations in
     /// a row proposals have pointed the same way (for `policy`, whose values have no order: at
     /// the same policy, numbered from 1).
-    pub fn hold(&mut self, tunable: &'static str, proposal: Option<&Proposal>) -> usize {
+    pub fn hold(&mut self, tunable: Tunable, proposal: Option<&Proposal>) -> usize {
         let direction = proposal.map_or(0.0, |p| match p.change {
             Change::Policy(_) => p.to + 1.0,
             _ => (p.to - p.from).signum(),
@@ -329,6 +374,7 @@ impl Decider {
     pub fn start(
         &mut self,
         proposal: &Proposal,
+        name: String,
         back: Change,
         conditions: Conditions,
         persistence: usize,
@@ -342,6 +388,7 @@ impl Decider {
         };
         self.trial = Some(Trial {
             tunable: proposal.change.tunable(),
+            name,
             from: proposal.from,
             to: proposal.to,
             back,
@@ -390,7 +437,7 @@ impl Decider {
     /// Keeps the trial without judging it (too little followed it to tell).
     pub fn keep(&mut self, iteration: usize) {
         if let Some(trial) = self.trial.take() {
-            self.left.push_back(Left {
+            self.left.push_back(ValueLeft {
                 tunable: trial.tunable,
                 from: trial.from,
                 to: trial.to,
@@ -410,7 +457,7 @@ impl Decider {
         };
         let limit = trial.baseline * (1.0 + trial.noise.max(MIN_GAIN) * trial.sensitivity);
         let rolled_back = after > limit;
-        self.left.push_back(Left {
+        self.left.push_back(ValueLeft {
             tunable: trial.tunable,
             from: trial.from,
             to: trial.to,
@@ -426,7 +473,7 @@ impl Decider {
         }
         let details = serde_json::json!({
             "tunlet": "rollback",
-            "tunable": trial.tunable,
+            "tunable": trial.name,
             "tried": trial.to,
             "restored": trial.from,
             "baseline_ms": trial.baseline_ms,
@@ -443,14 +490,14 @@ impl Decider {
                 "rollback: with {} = {} the tasks that followed took {measured_ms:.3} ms each: \
                  the objective's score per task {after:.3e} is worse than {:.3e} before the \
                  change beyond the noise (limit {limit:.3e})",
-                trial.tunable, trial.to, trial.baseline,
+                trial.name, trial.to, trial.baseline,
             )
         } else {
             format!(
                 "rollback: with {} = {} iterations took {measured_ms:.2} ms (predicted {:.2}) against \
                  {:.2} ms with {}: the objective's score per task {after:.3e} is worse than \
                  {:.3e} beyond the noise (limit {limit:.3e})",
-                trial.tunable,
+                trial.name,
                 trial.to,
                 trial.predicted_ms,
                 trial.baseline_ms,
@@ -475,7 +522,7 @@ impl Decider {
     }
 
     /// Something else changed `tunable` (the application, an operator): stop watching it.
-    pub fn abandon(&mut self, tunable: &str) {
+    pub fn abandon(&mut self, tunable: Tunable) {
         if self.trial.as_ref().is_some_and(|t| t.tunable == tunable) {
             self.trial = None;
         }

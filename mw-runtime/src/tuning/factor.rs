@@ -226,7 +226,7 @@ fn propose_from(
         .predict(s.tasks, s.workers, s.protocol)
         .unwrap_or(obs.facts.time_ms);
     let predicted_ms = base * (1.0 - gain);
-    let account = Account {
+    let account = FactorSimulation {
         policy: s.policy,
         tasks: s.tasks,
         workers: s.workers,
@@ -250,7 +250,7 @@ fn propose_from(
 
 /// The numbers behind a proposal of the factor tunlet.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Account {
+pub(crate) struct FactorSimulation {
     policy: PolicyName,
     tasks: usize,
     workers: usize,
@@ -263,7 +263,7 @@ pub(crate) struct Account {
     best: (f64, f64),
 }
 
-impl Account {
+impl FactorSimulation {
     pub fn reason(&self) -> String {
         format!(
             "simulation: factor {} → {:.2} ms vs {} → {:.2} ms ({} candidates, {} workers, \

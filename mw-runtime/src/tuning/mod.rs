@@ -32,11 +32,16 @@ pub use control::{
     AUTH_TIMEOUT, ControlAddr, ControlAddrError, ControlStream, MAX_CONNECTIONS, MAX_LINE, Reply,
 };
 pub(crate) use control::{ControlServer, Status};
+pub use decide::Proposal;
 pub use machine::Layout;
+
+use std::fmt;
 
 use crate::config::{Objective, Protocol, RunConfig, TuningConfig};
 use crate::measure::{Moments, Observation, TaskStats};
-use crate::tunables::{Applied, Change, Source, Tunables, TunablesHandle, Why};
+use crate::tunables::{
+    Applied, Change, Source, Tunable, TunableId, TunableValue, Tunables, TunablesHandle, Why,
+};
 use decide::{Conditions, Decider, Verdict};
 use estimate::Estimate;
 
@@ -52,9 +57,9 @@ pub(crate) struct Tuner {
     prefetch: usize,
     min_chunk: usize,
     estimate: Estimate,
-    factor_tunlet: factor::FactorTunlet,
-    /// Chooses the policy, with `--policy auto`.
-    policy_tunlet: Option<policy::PolicyTunlet>,
+    /// Asked in this order: the policy (with `--policy auto`), the factor, the worker count,
+    /// then the program's own.
+    tunlets: Vec<Box<dyn Tunlet>>,
     decider: Decider,
     /// The model's calibration when the change being watched was made: restored if the change
     /// is rolled back, since what it measured belonged to settings left behind.
@@ -75,14 +80,17 @@ impl Tuner {
             prefetch: config.prefetch_depth(),
             min_chunk: config.min_chunk,
             estimate: Estimate::on(layout),
-            factor_tunlet: factor::FactorTunlet::default(),
-            policy_tunlet: (config.policy == crate::policy::PolicyName::Auto)
-                .then(policy::PolicyTunlet::default),
+            tunlets: built_in_tunlets(config.policy == crate::policy::PolicyName::Auto),
             decider: Decider::default(),
             calibration_before: 0.0,
             mark: Span::default(),
             looked: false,
         }
+    }
+
+    /// Adds the program's own tunlets, asked after the runtime's.
+    pub fn add_tunlets(&mut self, tunlets: Vec<Box<dyn Tunlet>>) {
+        self.tunlets.extend(tunlets);
     }
 
     /// `mo` and `k` as last estimated.
@@ -102,13 +110,13 @@ impl Tuner {
             match a.source {
                 Source::Tuner => {
                     if let Some(trial) = &mut self.decider.trial {
-                        if trial.tunable == a.decision.tunable {
+                        if trial.tunable == a.tunable {
                             trial.applied = true;
                         }
                     }
                 }
                 Source::Application | Source::External => {
-                    self.decider.abandon(&a.decision.tunable);
+                    self.decider.abandon(a.tunable);
                 }
             }
         }
@@ -123,7 +131,7 @@ impl Tuner {
             if trial.applied
                 && trial.midway.is_none()
                 && trial.scores.is_empty()
-                && (trial.tunable == "factor" || trial.tunable == "policy")
+                && matches!(trial.tunable, Tunable::Factor | Tunable::Policy)
             {
                 return Some(trial.predicted_ms);
             }
@@ -361,38 +369,46 @@ impl Tuner {
             stats: look.stats,
         };
         let (lo, hi) = self.config.range(healthy.max(1));
+        let view = TunerView {
+            look,
+            setting: &setting,
+            range: workers::Range { lo, hi },
+            objective: self.config.objective,
+            protocol: self.protocol,
+            nworkers: current.nworkers.min(healthy).max(1),
+            handle,
+        };
+        let mode = self.config.mode;
         let mut chosen = None;
-        for name in ["policy", "factor", "nworkers"] {
-            let allowed = match name {
-                "policy" => {
-                    self.policy_tunlet.is_some() && self.config.mode.tunes_factor() && look.factor
-                }
-                "factor" => self.config.mode.tunes_factor() && look.factor,
-                _ => self.config.mode.tunes_workers(),
-            } && !held.contains(&name);
-            let proposal = if !allowed {
-                None
-            } else if name == "policy" {
-                self.policy_tunlet
-                    .as_mut()
-                    .and_then(|t| t.propose(est, obs, &setting))
-            } else if name == "factor" {
-                self.factor_tunlet.propose(est, obs, &setting)
+        for tunlet in &mut self.tunlets {
+            let tunable = tunlet.tunable();
+            let allowed = match tunable {
+                Tunable::Nworkers => mode.tunes_workers(),
+                // The simulations are costly and the next boundary is near once an iteration
+                // has been measured: inside an iteration, only before that.
+                _ => mode.tunes_factor() && look.factor,
+            } && !held.contains(&tunable);
+            let proposal = if allowed {
+                tunlet.propose(&view).and_then(|mut p| {
+                    // A program's tunlet says what it proposes; the tuner knows the rest.
+                    (p.change.tunable() == tunable).then(|| {
+                        if p.from.is_nan() {
+                            p.from = handle.number(tunable);
+                        }
+                        if p.predicted_ms.is_nan() {
+                            p.predicted_ms = obs.facts.time_ms * (1.0 - p.gain);
+                        }
+                        p
+                    })
+                })
             } else {
-                workers::propose(
-                    est,
-                    obs,
-                    look.iteration_tasks,
-                    current.nworkers.min(healthy).max(1),
-                    workers::Range { lo, hi },
-                    self.config.objective,
-                    self.protocol,
-                )
+                None
             };
             let proposal = proposal
+                .filter(|p| p.to != p.from && p.gain.is_finite())
                 .filter(|p| p.gain > self.decider.threshold(p.sensitivity))
                 .filter(|p| self.decider.blocked(p, index, &conditions).is_none());
-            let streak = self.decider.hold(name, proposal.as_ref());
+            let streak = self.decider.hold(tunable, proposal.as_ref());
             let needed = proposal.as_ref().map_or(self.config.persistence, |p| {
                 Decider::persistence_needed(self.config.persistence, look.first, p)
             });
@@ -406,7 +422,8 @@ impl Tuner {
         let back = match proposal.change {
             Change::Factor(_) => Change::Factor(current.factor),
             Change::Policy(_) => Change::Policy(current.policy),
-            _ => Change::Nworkers(current.nworkers),
+            Change::Declared(id, _) => Change::Declared(id, proposal.from),
+            Change::Nworkers(_) => Change::Nworkers(current.nworkers),
         };
         let threshold = self.decider.threshold(proposal.sensitivity);
         let held_for = match look.midway {
@@ -436,6 +453,7 @@ impl Tuner {
         }
         self.decider.start(
             &proposal,
+            handle.name(proposal.change.tunable()),
             back,
             conditions,
             self.config.persistence,
@@ -455,8 +473,240 @@ impl Tuner {
     }
 }
 
+/// Proposes values for one tunable, from what the tuner measured. The runtime's `policy`,
+/// `factor` and `nworkers` are tuned by tunlets; a program adds its own with
+/// [`Setup::tunlet`](crate::Setup::tunlet), for a tunable it declared
+/// ([`TunablesHandle::declare`]).
+///
+/// The tuner asks every tunlet at each iteration boundary (and, before the first iteration has
+/// been measured, at checkpoints inside it). A proposal becomes a change only under the same
+/// rules as the runtime's: it must hold for `persistence` looks in a row and promise more than
+/// the measured noise; it must not return towards a value left recently, nor retry one rolled
+/// back; once made, it is watched and rolled back if the iterations got worse. Every change is
+/// logged as a decision, under the tunable's name, with the proposal's reason. A tunable set by
+/// the application or from outside (`mwgen ctl ADDR set NAME VALUE`) is left alone until
+/// `set NAME auto`.
+///
+/// # Examples
+/// A tile size the program declares, reads in `partition`, hands to the workers in the shared
+/// part, and tunes with its own tunlet: larger tiles make faster tasks here, and the tunlet
+/// proposes to double the tile while tasks take more than 2 ms.
+/// ```
+/// use std::time::Duration;
+///
+/// use mw_runtime::prelude::*;
+/// use mw_runtime::tuning::{Proposal, TunerView, Tunlet};
+/// use mw_runtime::{PolicyName, RunConfig, Tunable, TunableId, TunablesHandle};
+///
+/// #[derive(Debug)]
+/// struct TileTunlet {
+///     tile: TunableId<i64>,
+/// }
+///
+/// impl Tunlet for TileTunlet {
+///     fn tunable(&self) -> Tunable {
+///         self.tile.tunable()
+///     }
+///     fn propose(&mut self, view: &TunerView<'_>) -> Option<Proposal> {
+///         let tile = view.value(self.tile);
+///         (view.task_ms() > 2.0 && tile < 8)
+///             .then(|| Proposal::new(self.tile, tile * 2, 0.4, "tasks over 2 ms: double the tile"))
+///     }
+/// }
+///
+/// struct Tiled {
+///     tile: Option<(TunablesHandle, TunableId<i64>)>,
+/// }
+///
+/// impl Master for Tiled {
+///     type Task = u32;
+///     type Result = u32;
+///     type Shared = i64;
+///
+///     fn initialize(&mut self, setup: &mut Setup) -> mw_runtime::Result<()> {
+///         let tunables = setup.tunables();
+///         let tile = tunables.declare("tile", 1_i64, 1..=8)?;
+///         setup.tunlet(Box::new(TileTunlet { tile }));
+///         self.tile = Some((tunables, tile));
+///         Ok(())
+///     }
+///
+///     fn partition(&mut self, it: &Iteration) -> Work<i64, u32> {
+///         let (tunables, tile) = self.tile.as_ref().unwrap();
+///         if it.index == 16 {
+///             return Work::done();
+///         }
+///         Work::new(tunables.value(*tile), (0..4).collect())
+///     }
+///
+///     fn recover(&mut self, _: TaskId, _: u32) {}
+/// }
+///
+/// #[derive(Default)]
+/// struct Sleeper;
+///
+/// impl Worker for Sleeper {
+///     type Task = u32;
+///     type Result = u32;
+///     type Shared = i64;
+///
+///     fn do_work(&mut self, tile: &i64, task: &u32) -> u32 {
+///         std::thread::sleep(Duration::from_micros(16_000 / *tile as u64));
+///         *task
+///     }
+/// }
+///
+/// let config = RunConfig {
+///     workers: Some(2),
+///     max_workers: Some(2),
+///     policy: PolicyName::Ss,
+///     backend: BackendChoice::Local,
+///     quiet: true,
+///     ..RunConfig::default()
+/// };
+/// let report = mw_runtime::run_config(&config, || Tiled { tile: None }, Sleeper::default)?;
+/// let metrics = report.into_metrics().unwrap();
+/// // Logged as the runtime's decisions are, under the tunable's name.
+/// assert!(metrics.decisions.iter().any(|d| d.tunable == "tile" && d.to == 2));
+/// # Ok::<(), mw_runtime::Error>(())
+/// ```
+///
+/// `tests/tunlet.rs` also sets such a tunable through the control endpoint.
+pub trait Tunlet: Send + fmt::Debug {
+    /// The tunable it proposes values for.
+    fn tunable(&self) -> Tunable;
+
+    /// A value for the next iteration (or, inside one, for the tasks not yet answered), with
+    /// its predicted gain; `None` to keep the value in force.
+    fn propose(&mut self, view: &TunerView<'_>) -> Option<Proposal>;
+}
+
+/// What a [`Tunlet`] sees: the tuner's estimate of the program, read-only.
+#[derive(Debug)]
+pub struct TunerView<'a> {
+    pub(crate) look: &'a Look<'a>,
+    pub(crate) setting: &'a factor::Setting<'a>,
+    pub(crate) range: workers::Range,
+    pub(crate) objective: Objective,
+    pub(crate) protocol: Protocol,
+    /// Workers taking part now.
+    pub(crate) nworkers: usize,
+    handle: &'a TunablesHandle,
+}
+
+impl TunerView<'_> {
+    /// The iteration looked at (0 for the first).
+    pub fn iteration(&self) -> usize {
+        self.look.obs.facts.index
+    }
+
+    /// Whether the look is inside an iteration (a checkpoint) rather than at its end.
+    pub fn inside_iteration(&self) -> bool {
+        self.look.midway.is_some()
+    }
+
+    /// Tasks a proposal is for: the next iteration's at a boundary, those not yet answered
+    /// inside an iteration.
+    pub fn tasks(&self) -> usize {
+        self.look.remaining
+    }
+
+    /// Workers taking part.
+    pub fn workers(&self) -> usize {
+        self.look.obs.facts.workers
+    }
+
+    /// The measured wall time of the iteration looked at (so far, inside one), in ms.
+    pub fn iteration_ms(&self) -> f64 {
+        self.look.obs.facts.time_ms
+    }
+
+    /// The mean task time last measured, over every worker, in ms.
+    pub fn task_ms(&self) -> f64 {
+        self.look.estimate.now.task_ms
+    }
+
+    /// Each worker's mean task time in the iteration looked at, in ms (`None` for a worker that
+    /// did no task): a slower or loaded worker takes longer.
+    pub fn worker_task_ms(&self) -> Vec<Option<f64>> {
+        self.look
+            .obs
+            .worker_tasks
+            .iter()
+            .map(|m| (m.count() > 0).then(|| m.mean()))
+            .collect()
+    }
+
+    /// The fitted per-message overhead `mo`, in ms (`None` before any transfer was measured).
+    pub fn mo_ms(&self) -> Option<f64> {
+        self.look.estimate.link.map(|l| l.mo_ms)
+    }
+
+    /// The fitted transfer time per byte `k`, in ms (`None` before any transfer was measured).
+    pub fn k_ms_per_byte(&self) -> Option<f64> {
+        self.look.estimate.link.map(|l| l.k_ms_per_byte)
+    }
+
+    /// The value in force of a tunable the program declared.
+    pub fn value<T: TunableValue>(&self, id: TunableId<T>) -> T {
+        self.handle.value(id)
+    }
+
+    /// The runtime's tunables in force.
+    pub fn current(&self) -> &Tunables {
+        self.look.current
+    }
+}
+
+/// The runtime's tunlets, in the order they are asked.
+fn built_in_tunlets(auto_policy: bool) -> Vec<Box<dyn Tunlet>> {
+    let mut tunlets: Vec<Box<dyn Tunlet>> = Vec::new();
+    if auto_policy {
+        tunlets.push(Box::new(policy::PolicyTunlet::default()));
+    }
+    tunlets.push(Box::new(factor::FactorTunlet::default()));
+    tunlets.push(Box::new(workers::WorkersTunlet));
+    tunlets
+}
+
+impl Tunlet for factor::FactorTunlet {
+    fn tunable(&self) -> Tunable {
+        Tunable::Factor
+    }
+    fn propose(&mut self, view: &TunerView<'_>) -> Option<Proposal> {
+        factor::FactorTunlet::propose(self, view.look.estimate, view.look.obs, view.setting)
+    }
+}
+
+impl Tunlet for policy::PolicyTunlet {
+    fn tunable(&self) -> Tunable {
+        Tunable::Policy
+    }
+    fn propose(&mut self, view: &TunerView<'_>) -> Option<Proposal> {
+        policy::PolicyTunlet::propose(self, view.look.estimate, view.look.obs, view.setting)
+    }
+}
+
+impl Tunlet for workers::WorkersTunlet {
+    fn tunable(&self) -> Tunable {
+        Tunable::Nworkers
+    }
+    fn propose(&mut self, view: &TunerView<'_>) -> Option<Proposal> {
+        workers::propose(
+            view.look.estimate,
+            view.look.obs,
+            view.look.iteration_tasks,
+            view.nworkers,
+            view.range,
+            view.objective,
+            view.protocol,
+        )
+    }
+}
+
 /// What the tunlets look at: the measurements, the tasks the proposal is for, the settings.
-struct Look<'a> {
+#[derive(Debug)]
+pub(crate) struct Look<'a> {
     estimate: &'a Estimate,
     obs: &'a Observation,
     /// Tasks a new factor would cut: the next iteration's at a boundary, those not yet

@@ -111,7 +111,7 @@ impl PolicyTunlet {
             gain,
             sensitivity: 1.0,
             predicted_ms: base * (1.0 - gain),
-            explanation: Explanation::Policy(Account {
+            explanation: Explanation::Policy(PolicySimulation {
                 tasks: s.tasks,
                 workers: workers.iter().map(|w| w.mean_ms).collect(),
                 factor: s.factor,
@@ -125,7 +125,7 @@ impl PolicyTunlet {
 
 /// The numbers behind a proposal of the policy tunlet.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Account {
+pub(crate) struct PolicySimulation {
     tasks: usize,
     /// Each worker's mean task time, in ms.
     workers: Vec<f64>,
@@ -135,7 +135,7 @@ pub(crate) struct Account {
     best: (PolicyName, f64),
 }
 
-impl Account {
+impl PolicySimulation {
     pub fn reason(&self) -> String {
         let fastest = self.workers.iter().copied().fold(f64::INFINITY, f64::min);
         let slowest = self.workers.iter().copied().fold(0.0, f64::max);

@@ -702,7 +702,16 @@ fn the_policy_tunlet_simulates_the_portfolio() {
         to: PolicyName::ALL.iter().position(|&p| p == policy).unwrap() as f64,
         ..proposal.clone()
     };
-    assert_eq!(decider.hold("policy", Some(&to(PolicyName::Wf))), 1);
-    assert_eq!(decider.hold("policy", Some(&to(PolicyName::Af))), 1);
-    assert_eq!(decider.hold("policy", Some(&to(PolicyName::Af))), 2);
+    assert_eq!(
+        decider.hold(crate::tunables::Tunable::Policy, Some(&to(PolicyName::Wf))),
+        1
+    );
+    assert_eq!(
+        decider.hold(crate::tunables::Tunable::Policy, Some(&to(PolicyName::Af))),
+        1
+    );
+    assert_eq!(
+        decider.hold(crate::tunables::Tunable::Policy, Some(&to(PolicyName::Af))),
+        2
+    );
 }

@@ -13,6 +13,10 @@ use crate::tunables::Change;
 /// Imbalance tolerated above the model's bound before the load counts as unbalanced.
 pub(crate) const BALANCE_SLACK: f64 = 0.05;
 
+/// The workers tunlet: `Tt(n)`, `Pi(n)` over the range (see [`propose`]).
+#[derive(Debug, Default)]
+pub(crate) struct WorkersTunlet;
+
 /// Where the search happens.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Range {
@@ -107,7 +111,7 @@ pub(crate) fn propose(
     if !(gain.is_finite() && gain > 0.0) {
         return None;
     }
-    let account = Account {
+    let account = WorkersEvaluation {
         machine,
         variant: variant.name(),
         objective,
@@ -140,7 +144,7 @@ pub(crate) fn propose(
 
 /// The numbers behind a proposal of the workers tunlet.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Account {
+pub(crate) struct WorkersEvaluation {
     machine: Option<Machine>,
     variant: &'static str,
     objective: Objective,
@@ -161,7 +165,7 @@ pub(crate) struct Account {
     best: Point,
 }
 
-impl Account {
+impl WorkersEvaluation {
     pub fn reason(&self) -> String {
         let (now, best) = (self.now, self.best);
         let what = match self.objective {
