@@ -288,6 +288,16 @@ fn main() {
                     Err(format!("a failure that was not injected: {f:?}"))
                 } else if metrics.backend != "mpi" {
                     Err(format!("ran on {}", metrics.backend))
+                } else if (
+                    metrics.objective.as_str(),
+                    metrics.objective_reason.as_str(),
+                ) != ("time", "parked MPI ranks keep their allocation")
+                {
+                    // No objective configured: launched ranks cannot be released.
+                    Err(format!(
+                        "objective {} ({})",
+                        metrics.objective, metrics.objective_reason
+                    ))
                 } else {
                     Ok(())
                 }

@@ -608,6 +608,11 @@ impl<T: Message, S: Message, R: Message> MasterLink<T, S, R> for MpiMaster<T, S,
         recovery_enabled()
     }
 
+    /// Every rank was launched with the job and keeps its allocation until the job ends.
+    fn parked_released(&self) -> bool {
+        false
+    }
+
     fn forsake(&mut self, worker: usize) {
         if self.gone.gone.get(worker) == Some(&false) {
             self.gone.give_up(worker, &mut self.posted);
@@ -915,11 +920,9 @@ where
     let world = SimpleCommunicator::world().duplicate();
     let size = world.size() as usize;
     if size < 2 {
-        return Err(Error::config(
-            "error: the MPI backend needs a master and at least one worker, but 1 process was \
-             launched",
-            "launch 2 or more processes, e.g. `mpirun -np 5 ...`, or run on threads with \
-             `--backend local`",
+        return Err(crate::launch::too_few_processes(
+            size,
+            crate::launch::detect(),
         ));
     }
     let rank = world.rank() as usize;
