@@ -246,10 +246,14 @@ impl Worker for FussyWorker {
 }
 
 fn main() {
-    if std::env::var_os("OMPI_COMM_WORLD_SIZE").is_none() && std::env::var_os("PMI_SIZE").is_none()
-    {
+    // mpirun's variables, or PMIx's rank under `srun --mpi=pmix`.
+    let launched = ["OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK"]
+        .iter()
+        .any(|var| std::env::var_os(var).is_some());
+    if !launched {
         println!(
-            "mpi suite skipped: not launched under mpirun (try `mpirun -np 4 --oversubscribe {}`)",
+            "mpi suite skipped: not launched under mpirun or srun (try `mpirun -np 4 \
+             --oversubscribe {}`)",
             std::env::args().next().unwrap_or_default()
         );
         return;
