@@ -320,7 +320,7 @@ fn main() {
     let tuning = TuningConfig {
         mode: TuneMode::On,
         persistence: args.persistence,
-        objective: args.objective,
+        objective: Some(args.objective),
         ..TuningConfig::default()
     };
     let tuned = run(&args, args.start, args.max_workers, tuning.clone());

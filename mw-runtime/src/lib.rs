@@ -66,6 +66,7 @@ pub mod config;
 mod engine;
 mod error;
 pub mod fault;
+mod launch;
 pub mod load;
 pub mod measure;
 pub mod metrics;

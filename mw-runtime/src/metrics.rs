@@ -27,6 +27,13 @@ pub struct RunMetrics {
     /// Chunks whose `do_work` panicked and were re-run elsewhere.
     #[serde(default)]
     pub failures: Vec<Failure>,
+    /// What the choice of `nworkers` minimized: `index` or `time`.
+    #[serde(default)]
+    pub objective: String,
+    /// Why: `configured`, or what a parked worker costs on the backend (`parked MPI ranks keep
+    /// their allocation`).
+    #[serde(default)]
+    pub objective_reason: String,
 }
 
 /// One iteration: `partition` → every result recovered → `end_iteration`.

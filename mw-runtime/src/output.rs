@@ -26,7 +26,7 @@ use crate::error::{Error, Result};
 /// A configuration error, `cannot write PATH` with the reason and what to do, when the
 /// directory is missing, is not writable, or `path` is a directory.
 pub fn check_output(path: &Path, flag: &str) -> Result<()> {
-    if worker_rank() {
+    if crate::launch::is_worker_rank() {
         return Ok(());
     }
     probe(path).map_err(|e| {
@@ -54,14 +54,6 @@ fn probe(path: &Path) -> io::Result<()> {
         }
         Err(e) => Err(e),
     }
-}
-
-/// Whether this process is an MPI rank other than 0, as the launchers tell their processes.
-fn worker_rank() -> bool {
-    ["OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK"]
-        .iter()
-        .find_map(|key| std::env::var(key).ok())
-        .is_some_and(|rank| rank.trim() != "0")
 }
 
 #[cfg(test)]

@@ -10,6 +10,7 @@ use crate::engine::{
     worker::serve,
 };
 use crate::error::{Error, Result};
+use crate::launch;
 use crate::metrics::RunMetrics;
 use crate::summary;
 use crate::transport::local;
@@ -147,7 +148,7 @@ where
     let use_mpi = match config.backend {
         BackendChoice::Local => false,
         BackendChoice::Mpi => true,
-        BackendChoice::Auto => launched_by_mpirun().is_some_and(|size| size > 1),
+        BackendChoice::Auto => launch::detect().is_some_and(|launch| launch.size > 1),
     };
     if use_mpi && config.link.is_some() {
         return Err(Error::config(
@@ -194,8 +195,8 @@ fn run_mpi<M, W>(
     _: impl FnOnce() -> M,
     _: impl Fn() -> W + Sync,
 ) -> Result<Option<RunMetrics>> {
-    let launched = match launched_by_mpirun() {
-        Some(n) => format!(" (it was started by mpirun with {n} processes)"),
+    let launched = match launch::detect() {
+        Some(launch) => format!(" (it was started by {launch})"),
         None => String::new(),
     };
     Err(Error::config(
@@ -257,17 +258,6 @@ where
         }
     }
     outcome
-}
-
-pub(crate) fn launched_by_mpirun() -> Option<usize> {
-    [
-        "OMPI_COMM_WORLD_SIZE",
-        "PMI_SIZE",
-        "PMIX_SIZE",
-        "MPI_LOCALNRANKS",
-    ]
-    .iter()
-    .find_map(|var| std::env::var(var).ok()?.parse().ok())
 }
 
 fn app_name() -> String {

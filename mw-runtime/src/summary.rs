@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! mw: nbody finished in 4.2 s: 100 iterations, 102,400 tasks on a pool of 4 workers (local, async)
-//! mw: final tunables: nworkers 3, factor 0.50, policy daf
+//! mw: final tunables: nworkers 3, factor 0.50, policy daf; objective index (parked worker threads are released)
 //! mw: 1 decision: iteration 12 nworkers 4 → 3 (Pi lowest at 3 workers)
 //! mw: no failures
 //! mw: metrics in `run.json`, trace in `run.trace.json`
@@ -45,11 +45,20 @@ pub(crate) fn render(metrics: &RunMetrics, written: &Written<'_>) -> String {
         metrics.protocol,
     );
     if let Some(last) = metrics.iterations.last() {
-        let _ = writeln!(
+        let _ = write!(
             out,
             "mw: final tunables: nworkers {}, factor {:.2}, policy {}",
             last.workers, last.factor, last.policy
         );
+        // Empty in metrics written before the objective was recorded.
+        if !metrics.objective.is_empty() {
+            let _ = write!(
+                out,
+                "; objective {} ({})",
+                metrics.objective, metrics.objective_reason
+            );
+        }
+        out.push('\n');
     }
 
     let decisions = &metrics.decisions;
@@ -172,6 +181,8 @@ mod tests {
                 .collect(),
             decisions: Vec::new(),
             failures: Vec::new(),
+            objective: "index".into(),
+            objective_reason: "parked worker threads are released".into(),
         }
     }
 
@@ -182,7 +193,8 @@ mod tests {
             text,
             "mw: nbody finished in 4.2 s: 100 iterations, 102,400 tasks on a pool of 4 workers \
              (local, async)\n\
-             mw: final tunables: nworkers 3, factor 0.50, policy daf\n\
+             mw: final tunables: nworkers 3, factor 0.50, policy daf; objective index (parked \
+             worker threads are released)\n\
              mw: no tuning decisions\n\
              mw: no failures\n"
         );
@@ -225,6 +237,23 @@ mod tests {
             "mw: 1 failed chunk re-run elsewhere: worker 2 on tasks 10..=14 of iteration 3 (boom)"
         );
         assert_eq!(lines[4], "mw: metrics in `m.json`, trace in `t.json`");
+    }
+
+    #[test]
+    fn the_objective_says_why_it_was_used() {
+        let mut metrics = run(3);
+        metrics.backend = "mpi".into();
+        metrics.objective = "time".into();
+        metrics.objective_reason = "parked MPI ranks keep their allocation".into();
+        let text = render(&metrics, &Written::default());
+        assert!(
+            text.contains("policy daf; objective time (parked MPI ranks keep their allocation)\n"),
+            "{text}"
+        );
+        // Metrics from before the objective was recorded: the line stops at the policy.
+        metrics.objective.clear();
+        let text = render(&metrics, &Written::default());
+        assert!(text.contains("policy daf\nmw: no tuning"), "{text}");
     }
 
     #[test]

@@ -93,7 +93,7 @@ proptest! {
             tuning: TuningConfig {
                 mode: TuneMode::On,
                 persistence: 1,
-                objective,
+                objective: Some(objective),
                 ..TuningConfig::default()
             },
             prefetch: prefetch.filter(|_| protocol == Protocol::Async),

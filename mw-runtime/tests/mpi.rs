@@ -246,10 +246,14 @@ impl Worker for FussyWorker {
 }
 
 fn main() {
-    if std::env::var_os("OMPI_COMM_WORLD_SIZE").is_none() && std::env::var_os("PMI_SIZE").is_none()
-    {
+    // mpirun's variables, or PMIx's rank under `srun --mpi=pmix`.
+    let launched = ["OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK"]
+        .iter()
+        .any(|var| std::env::var_os(var).is_some());
+    if !launched {
         println!(
-            "mpi suite skipped: not launched under mpirun (try `mpirun -np 4 --oversubscribe {}`)",
+            "mpi suite skipped: not launched under mpirun or srun (try `mpirun -np 4 \
+             --oversubscribe {}`)",
             std::env::args().next().unwrap_or_default()
         );
         return;
@@ -288,6 +292,16 @@ fn main() {
                     Err(format!("a failure that was not injected: {f:?}"))
                 } else if metrics.backend != "mpi" {
                     Err(format!("ran on {}", metrics.backend))
+                } else if (
+                    metrics.objective.as_str(),
+                    metrics.objective_reason.as_str(),
+                ) != ("time", "parked MPI ranks keep their allocation")
+                {
+                    // No objective configured: launched ranks cannot be released.
+                    Err(format!(
+                        "objective {} ({})",
+                        metrics.objective, metrics.objective_reason
+                    ))
                 } else {
                     Ok(())
                 }

@@ -91,6 +91,14 @@ fn a_run_starting_at_one_worker_grows_to_several() {
         recovered: 0,
     };
     let metrics = run(&config, master);
+    // No objective configured: on threads, time per resource.
+    assert_eq!(
+        (
+            metrics.objective.as_str(),
+            metrics.objective_reason.as_str()
+        ),
+        ("index", "parked worker threads are released")
+    );
     let its = &metrics.iterations;
     assert_eq!(its.len(), 14);
     assert_eq!(its[0].workers, 1);

@@ -46,6 +46,8 @@ fn pilot(iterations: usize) -> RunMetrics {
         iterations: its,
         decisions: Vec::new(),
         failures: Vec::new(),
+        objective: "time".to_string(),
+        objective_reason: "parked MPI ranks keep their allocation".to_string(),
     }
 }
 

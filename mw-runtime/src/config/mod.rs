@@ -36,7 +36,7 @@ pub enum Protocol {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub enum BackendChoice {
-    /// MPI when started by `mpirun`, threads otherwise.
+    /// MPI when started by `mpirun` or `srun` with 2 or more processes, threads otherwise.
     #[default]
     Auto,
     /// One thread per worker in this process.
@@ -132,7 +132,8 @@ pub struct RunArgs {
     /// arguments included, as its own option.
     #[arg(long = "tuning", value_name = "WHAT")]
     pub tune: Option<TuneMode>,
-    /// What the choice of `nworkers` minimizes: `index` (time per resource) or `time` [default: index]
+    /// What the choice of `nworkers` minimizes: `index` (time per resource) or `time` [default: time
+    /// for MPI ranks, which keep their allocation when parked; index for threads]
     #[arg(long, value_name = "GOAL")]
     pub objective: Option<Objective>,
     /// Expose the tunables on a control endpoint: a Unix socket path or 127.0.0.1:PORT
@@ -487,7 +488,7 @@ impl RunConfig {
             metrics: args.metrics.clone().or_else(|| file.metrics.clone()),
             tuning: TuningConfig {
                 mode: args.tune.unwrap_or(defaults.tuning.mode),
-                objective: args.objective.unwrap_or(defaults.tuning.objective),
+                objective: args.objective,
                 ..defaults.tuning
             },
             control: args.control.clone(),

@@ -210,7 +210,7 @@ fn the_tuning_table_and_flags_merge() {
     assert_eq!(config.tuning.range(32), (2, 12));
     assert_eq!(config.tuning.range(8), (2, 8));
     assert_eq!(config.tuning.persistence, 3);
-    assert_eq!(config.tuning.objective, Objective::Time);
+    assert_eq!(config.tuning.objective, Some(Objective::Time));
     assert!(matches!(config.control, Some(ControlAddr::Tcp(_))));
     // Without a pool bound, the local pool is the tuner's upper bound.
     assert_eq!(config.local_pool(), 12);
@@ -368,10 +368,10 @@ fn the_objective_flag_overrides_the_file() {
     let cli = Cli::try_parse_from(["app", "--objective", "time"]).unwrap();
     let file = ConfigFile::parse("[tuning]\nobjective = \"index\"\n").unwrap();
     let config = RunConfig::merge_file(&file, &cli.run).unwrap();
-    assert_eq!(config.tuning.objective, Objective::Time);
+    assert_eq!(config.tuning.objective, Some(Objective::Time));
     // Also through `merge`, which reads only a `[run]` table.
     let config = RunConfig::merge(&file.run, &cli.run).unwrap();
-    assert_eq!(config.tuning.objective, Objective::Time);
+    assert_eq!(config.tuning.objective, Some(Objective::Time));
     assert!(Cli::try_parse_from(["app", "--objective", "speed"]).is_err());
 }
 
@@ -458,6 +458,49 @@ fn absurd_sizes_are_refused_with_their_limit_on_the_command_line_and_in_the_file
         ..RunArgs::default()
     };
     RunConfig::merge_file(&ConfigFile::default(), &at_limits).unwrap();
+}
+
+#[test]
+fn the_objective_follows_what_a_parked_worker_costs_unless_configured() {
+    #[derive(clap::Parser, Debug)]
+    struct Cli {
+        #[command(flatten)]
+        run: RunArgs,
+    }
+    use clap::Parser;
+    let none = Cli::try_parse_from(["app"]).unwrap().run;
+    let config = RunConfig::merge_file(&ConfigFile::default(), &none).unwrap();
+    assert_eq!(config.tuning.objective, None);
+    assert_eq!(
+        config.tuning.objective_for(false, "mpi"),
+        (
+            Objective::Time,
+            "parked MPI ranks keep their allocation".to_owned()
+        )
+    );
+    assert_eq!(
+        config.tuning.objective_for(true, "local"),
+        (
+            Objective::Index,
+            "parked worker threads are released".to_owned()
+        )
+    );
+    // A flag or the file wins, whatever a parked worker costs.
+    let flag = Cli::try_parse_from(["app", "--objective", "index"])
+        .unwrap()
+        .run;
+    let file = ConfigFile::parse("[tuning]\nobjective = \"index\"\n").unwrap();
+    for config in [
+        RunConfig::merge_file(&ConfigFile::default(), &flag).unwrap(),
+        RunConfig::merge_file(&file, &none).unwrap(),
+    ] {
+        for released in [false, true] {
+            assert_eq!(
+                config.tuning.objective_for(released, "mpi"),
+                (Objective::Index, "configured".to_owned())
+            );
+        }
+    }
 }
 
 #[test]

@@ -51,15 +51,29 @@ impl fmt::Display for TuneMode {
 }
 
 /// What the choice of `nworkers` minimizes (see the tuner's README).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, ValueEnum)]
+///
+/// Unless configured, it follows what a parked worker costs: see [`Objective::by_cost`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ValueEnum)]
 #[serde(rename_all = "lowercase")]
 #[value(rename_all = "lowercase")]
 pub enum Objective {
     /// The performance index `Pi(n) = n·Tt(n)²/Tc`: the best time per resource.
-    #[default]
     Index,
     /// The iteration time `Tt(n)`, whatever the number of workers it takes.
     Time,
+}
+
+impl Objective {
+    /// The objective when none is configured: `index` when a parked worker can be released
+    /// (a thread that waits costs no core), `time` when it keeps what it holds (an MPI rank
+    /// launched by mpirun or srun keeps its allocation, so fewer workers only slow the run).
+    pub fn by_cost(parked_released: bool) -> Objective {
+        if parked_released {
+            Objective::Index
+        } else {
+            Objective::Time
+        }
+    }
 }
 
 impl fmt::Display for Objective {
@@ -83,7 +97,7 @@ pub struct TuningSection {
     pub max_workers: Option<usize>,
     /// Iterations a proposal must hold before it is acted on.
     pub persistence: Option<usize>,
-    /// `index` or `time`.
+    /// `index` or `time` [default: by what a parked worker costs].
     pub objective: Option<Objective>,
     /// Control endpoint: a Unix socket path or `127.0.0.1:PORT`.
     pub control: Option<String>,
@@ -100,7 +114,8 @@ pub struct TuningConfig {
     /// Consecutive iterations a proposal must hold before it is applied; also how many
     /// iterations a change is watched before it is kept or rolled back (default 2).
     pub persistence: usize,
-    pub objective: Objective,
+    /// `None`: chosen by what a parked worker costs ([`Objective::by_cost`]).
+    pub objective: Option<Objective>,
 }
 
 impl Default for TuningConfig {
@@ -110,7 +125,7 @@ impl Default for TuningConfig {
             min_workers: 1,
             max_workers: None,
             persistence: 2,
-            objective: Objective::Index,
+            objective: None,
         }
     }
 }
@@ -136,7 +151,7 @@ impl TuningConfig {
             min_workers: file.min_workers.unwrap_or(defaults.min_workers),
             max_workers: file.max_workers,
             persistence: file.persistence.unwrap_or(defaults.persistence),
-            objective: objective.or(file.objective).unwrap_or(defaults.objective),
+            objective: objective.or(file.objective),
         }
     }
 
@@ -170,6 +185,25 @@ impl TuningConfig {
             ));
         }
         Ok(())
+    }
+
+    /// The objective of a run whose parked workers can (`true`) or cannot be released, and
+    /// why it is the one, for the summary: `configured`, or what a parked worker costs.
+    pub fn objective_for(&self, parked_released: bool, backend: &str) -> (Objective, String) {
+        if let Some(objective) = self.objective {
+            return (objective, "configured".to_owned());
+        }
+        let workers = match backend {
+            "mpi" => "MPI ranks",
+            "local" => "worker threads",
+            _ => "workers",
+        };
+        let why = if parked_released {
+            format!("parked {workers} are released")
+        } else {
+            format!("parked {workers} keep their allocation")
+        };
+        (Objective::by_cost(parked_released), why)
     }
 
     /// The range of `nworkers` the tuner searches, for a pool of `pool` workers.

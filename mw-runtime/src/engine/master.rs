@@ -56,6 +56,9 @@ where
         None => (0, config.tunables(pool), TaskStats::new(pool)),
     };
     let tunables = TunablesHandle::new(tunables, pool);
+    let (objective, objective_reason) = config
+        .tuning
+        .objective_for(link.parked_released(), link.backend());
     let mut engine = Engine {
         master,
         link,
@@ -73,7 +76,7 @@ where
             .filter(|settled| !settled.is_empty()),
         held: (0..pool).map(|_| VecDeque::new()).collect(),
         stats,
-        tuner: Tuner::new(config, layout),
+        tuner: Tuner::new(config, layout, objective),
         control: None,
         next_chunk_id: 0,
         metrics: RunMetrics {
@@ -85,6 +88,8 @@ where
             iterations: Vec::new(),
             decisions: Vec::new(),
             failures: Vec::new(),
+            objective: objective.to_string(),
+            objective_reason,
         },
         trace: match config.trace {
             Some(_) => Trace::new(pool, config.trace_limit),

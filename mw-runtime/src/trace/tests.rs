@@ -47,6 +47,8 @@ fn metrics(iterations: Vec<IterationMetrics>, decisions: Vec<Decision>) -> RunMe
         iterations,
         decisions,
         failures: Vec::new(),
+        objective: "index".into(),
+        objective_reason: "configured".into(),
     }
 }
 

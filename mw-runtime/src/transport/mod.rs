@@ -112,6 +112,12 @@ pub(crate) trait MasterLink<T, S, R> {
     /// The master gives up on `worker` (lost, or silent for too long): nothing is sent to it or
     /// waited for from it again, not at shutdown either, and what it may still send is dropped.
     fn forsake(&mut self, worker: usize);
+    /// Whether a parked worker (one `nworkers` leaves out) can be released, so that it costs
+    /// nothing while it waits: a thread can; a rank launched by mpirun or srun holds its share
+    /// of the allocation until the job ends. Decides the default objective of the tuner.
+    fn parked_released(&self) -> bool {
+        true
+    }
     /// Whether a worker still busy when the run ends can be left behind at no cost: a detached
     /// thread can; an MPI rank only when mpirun keeps the job going once it is ended.
     fn can_leave_behind(&self) -> bool {

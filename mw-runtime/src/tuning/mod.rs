@@ -52,6 +52,9 @@ pub(crate) use estimate::Link;
 #[derive(Debug)]
 pub(crate) struct Tuner {
     config: TuningConfig,
+    /// What the choice of `nworkers` minimizes in this run (configured, or by what a parked
+    /// worker costs on its backend).
+    objective: Objective,
     protocol: Protocol,
     /// Chunks a worker holds ahead, as the engine sends them (for the factor's simulation).
     prefetch: usize,
@@ -72,10 +75,12 @@ pub(crate) struct Tuner {
 }
 
 impl Tuner {
-    /// The tuner of a run with `config`, its workers on the machines of `layout` when known.
-    pub fn new(config: &RunConfig, layout: Option<Layout>) -> Self {
+    /// The tuner of a run with `config`, its workers on the machines of `layout` when known,
+    /// choosing `nworkers` for `objective`.
+    pub fn new(config: &RunConfig, layout: Option<Layout>, objective: Objective) -> Self {
         Tuner {
             config: config.tuning.clone(),
+            objective,
             protocol: config.protocol,
             prefetch: config.prefetch_depth(),
             min_chunk: config.min_chunk,
@@ -153,7 +158,7 @@ impl Tuner {
         // An iteration whose settings changed midway describes no single setting: neither a
         // baseline nor a trial's evidence (a midway trial was judged on its own stretch).
         if !obs.facts.mixed {
-            let score = score(obs, self.config.objective);
+            let score = score(obs, self.objective);
             self.decider.scored(score, obs.facts.time_ms, residual);
         }
         let first = !std::mem::replace(&mut self.looked, true);
@@ -269,7 +274,7 @@ impl Tuner {
         if !self.wants_look(&so_far.worker_tasks) || (remaining as u64) < 2 * evidence {
             return false;
         }
-        let Some(before) = Span::score(&self.mark, &now, self.config.objective) else {
+        let Some(before) = Span::score(&self.mark, &now, self.objective) else {
             return false;
         };
         let mut estimate = self.estimate.clone();
@@ -320,7 +325,7 @@ impl Tuner {
         handle: &TunablesHandle,
     ) -> bool {
         let (Some(after), Some(per_task)) = (
-            Span::score(&start, &now, self.config.objective),
+            Span::score(&start, &now, self.objective),
             Span::score(&start, &now, Objective::Time),
         ) else {
             return false;
@@ -373,7 +378,7 @@ impl Tuner {
             look,
             setting: &setting,
             range: workers::Range { lo, hi },
-            objective: self.config.objective,
+            objective: self.objective,
             protocol: self.protocol,
             nworkers: current.nworkers.min(healthy).max(1),
             handle,

@@ -106,7 +106,7 @@ impl Harness {
     fn new(start: usize, objective: Objective) -> Harness {
         let config = RunConfig {
             tuning: TuningConfig {
-                objective,
+                objective: Some(objective),
                 max_workers: Some(60),
                 ..TuningConfig::default()
             },
@@ -118,7 +118,7 @@ impl Harness {
             policy: PolicyName::Daf,
         };
         Harness {
-            tuner: Tuner::new(&config, None),
+            tuner: Tuner::new(&config, None, objective),
             handle: TunablesHandle::new(tunables, POOL),
             stats: TaskStats::new(POOL),
             decisions: Vec::new(),

@@ -46,6 +46,8 @@ fn metrics(iterations: Vec<IterationMetrics>) -> RunMetrics {
         iterations,
         decisions: Vec::new(),
         failures: Vec::new(),
+        objective: "time".to_string(),
+        objective_reason: "parked MPI ranks keep their allocation".to_string(),
     }
 }
 

@@ -39,11 +39,9 @@ where
     let world = SimpleCommunicator::world().duplicate();
     let size = world.size() as usize;
     if size < 2 {
-        return Err(Error::config(
-            "error: the MPI backend needs a master and at least one worker, but 1 process was \
-             launched",
-            "launch 2 or more processes, e.g. `mpirun -np 5 ...`, or run on threads with \
-             `--backend local`",
+        return Err(crate::launch::too_few_processes(
+            size,
+            crate::launch::detect(),
         ));
     }
     let rank = world.rank() as usize;

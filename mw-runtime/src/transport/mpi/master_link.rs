@@ -386,6 +386,11 @@ impl<T: Message, S: Message, R: Message> MasterLink<T, S, R> for MpiMaster<T, S,
         recovery_enabled()
     }
 
+    /// Every rank was launched with the job and keeps its allocation until the job ends.
+    fn parked_released(&self) -> bool {
+        false
+    }
+
     fn forsake(&mut self, worker: usize) {
         if self.gone.gone.get(worker) == Some(&false) {
             self.gone.give_up(worker, &mut self.posted);
