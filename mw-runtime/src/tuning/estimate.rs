@@ -23,6 +23,9 @@ pub(crate) const EWMA: f64 = 0.5;
 /// A fit explaining less of the transfers' variance than this (r²) does not set `k`: message
 /// size then says little about transfer time, and `k` keeps its last well-fitted value (or 0).
 pub(crate) const MIN_R2: f64 = 0.3;
+/// A worker whose rate of tasks lies within this share of the pool's mean counts at the mean:
+/// the spread of a few tasks' times, not a slower machine.
+pub(crate) const RATE_SPREAD: f64 = 0.1;
 
 /// `mo` and `k` as last fitted.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -78,6 +81,9 @@ pub(crate) struct Estimate {
     pub workers: Vec<Moments>,
     /// Workers that took part in the last iteration.
     pub active: usize,
+    /// Per worker of the pool: tasks per ms in the last iteration, for those that took part,
+    /// and the relative standard error of its mean task time.
+    rates: Vec<Option<(f64, f64)>>,
     /// The workers' nodes and their cores, when the backend knows them.
     pub layout: Option<Arc<Layout>>,
     /// Share of the processing time that kept a core busy, as last measured.
@@ -188,6 +194,14 @@ impl Estimate {
                 *slot = *moments;
             }
         }
+        self.rates = obs
+            .worker_tasks
+            .iter()
+            .map(|m| {
+                let (count, mean) = (m.count() as f64, m.mean());
+                (count > 0.0 && mean > 0.0).then(|| (1.0 / mean, m.stddev() / mean / count.sqrt()))
+            })
+            .collect();
         self.fit(&obs.sends, &obs.transfers);
         // The unexplained rest, from this iteration's own numbers at the n it ran with. An
         // iteration whose settings changed midway ran with no single n: it calibrates nothing.
@@ -318,11 +332,46 @@ impl Estimate {
             .map_or(1.0, |m| m.stretch(n, self.active.max(1)))
     }
 
+    /// How much longer the first `n` workers take to get through the tasks than the `active`
+    /// ones measured would at `n` of them: `(n/a)·R(a)/R(n)`, `R(n)` the sum of the first `n`
+    /// workers' rates (the engine activates the lowest-numbered first). Self-scheduling gives
+    /// each worker tasks at its own pace, so under a load on some machines (the papers' load
+    /// generator) the worker added or removed is not one of the mean: from 7 workers of which 4
+    /// are loaded to 4 times their task time, an 8th unloaded one adds a quarter of the pool's
+    /// rate, a 7th loaded one a sixteenth. A worker not measured in the last iteration counts at
+    /// the mean rate, and so does one within [`RATE_SPREAD`] of it or within twice the standard
+    /// error of its own mean (a few tasks at a checkpoint); 1 when fewer than two workers were
+    /// measured.
+    pub fn pace(&self, n: usize) -> f64 {
+        let (count, total) = self
+            .rates
+            .iter()
+            .flatten()
+            .fold((0usize, 0.0), |(c, s), (r, _)| (c + 1, s + r));
+        if count < 2 || total <= 0.0 || total.is_nan() {
+            return 1.0;
+        }
+        let mean = total / count as f64;
+        let rate = |i: usize| match self.rates.get(i).copied().flatten() {
+            Some((r, se)) if (r / mean - 1.0).abs() > RATE_SPREAD.max(2.0 * se) => r,
+            _ => mean,
+        };
+        let sum = |n: usize| (0..n).map(rate).sum::<f64>();
+        let a = self.active.max(1);
+        let (now, then) = (sum(a), sum(n.max(1)));
+        if now > 0.0 && then > 0.0 {
+            (n.max(1) as f64 / a as f64) * now / then
+        } else {
+            1.0
+        }
+    }
+
     /// The model of an iteration of `tasks` tasks with the given inputs run on `n` workers:
-    /// [`variant`](Estimate::variant) with `Tc` stretched by the cores' contention at `n`.
+    /// [`variant`](Estimate::variant) with `Tc` stretched by the cores' contention at `n` and by
+    /// the workers' own rates ([`pace`](Estimate::pace)).
     pub fn variant_at(&self, inputs: &Inputs, tasks: usize, n: usize) -> Variant {
         let variant = self.variant(inputs, tasks);
-        let stretch = self.stretch(n);
+        let stretch = self.stretch(n) * self.pace(n);
         if stretch == 1.0 {
             variant
         } else {
@@ -338,5 +387,52 @@ impl Estimate {
         }
         let n = n.clamp(1, tasks);
         self.time(&self.variant_at(&self.smooth, tasks, n), n, protocol)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn measured(active: usize, rates: &[f64]) -> Estimate {
+        Estimate {
+            active,
+            rates: rates
+                .iter()
+                .map(|&r| Some((r, 0.01)))
+                .chain([None; 4])
+                .collect(),
+            ..Estimate::default()
+        }
+    }
+
+    #[test]
+    fn a_loaded_worker_adds_less_than_the_mean() {
+        // 7 workers, the even ones loaded to 4 times their task time: 4 tasks per ms in all.
+        let est = measured(7, &[0.25, 1.0, 0.25, 1.0, 0.25, 1.0, 0.25]);
+        assert!((est.pace(7) - 1.0).abs() < 1e-12);
+        // Without worker 6 (loaded), the pool loses a sixteenth of its rate, not a seventh.
+        let six = (6.0 / 7.0) * 4.0 / 3.75;
+        assert!((est.pace(6) - six).abs() < 1e-12, "{}", est.pace(6));
+        // Worker 7 was not measured: it counts at the mean.
+        let eight = (8.0 / 7.0) * 4.0 / (4.0 + 4.0 / 7.0);
+        assert!((est.pace(8) - eight).abs() < 1e-12, "{}", est.pace(8));
+    }
+
+    #[test]
+    fn workers_alike_within_the_spread_are_the_mean() {
+        let est = measured(3, &[1.0, 1.05, 0.97]);
+        for n in 1..=6 {
+            assert!((est.pace(n) - 1.0).abs() < 1e-12, "{n}: {}", est.pace(n));
+        }
+        // A worker of a few tasks is the mean unless it differs beyond its standard error.
+        let mut few = measured(2, &[1.0, 0.7]);
+        few.rates[..2].copy_from_slice(&[Some((1.0, 0.2)), Some((0.7, 0.2))]);
+        assert_eq!(few.pace(1), 1.0);
+        // Measured well, worker 0 alone does its tasks faster than the pool's mean.
+        few.rates[..2].copy_from_slice(&[Some((1.0, 0.05)), Some((0.7, 0.05))]);
+        assert!((few.pace(1) - 0.85).abs() < 1e-12, "{}", few.pace(1));
+        // Fewer than two measured workers: nothing to compare.
+        assert_eq!(measured(1, &[0.25]).pace(4), 1.0);
     }
 }

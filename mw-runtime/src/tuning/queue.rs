@@ -18,8 +18,10 @@ use crate::model::{Fit, fit_latency_bandwidth};
 const K_MIN: f64 = 1e-10;
 /// ... to here (10 kB/s), in ms per byte.
 const K_MAX: f64 = 1e-1;
-const GRID: usize = 72;
-const REFINE: usize = 40;
+/// Grid points (a ratio of 1.55 between neighbours), then golden-section steps between the
+/// best one's neighbours (to 10⁻⁵ of `k`).
+const GRID: usize = 48;
+const REFINE: usize = 24;
 
 /// One iteration's send log and the transfers it gave.
 #[derive(Debug, Clone, Default)]
@@ -57,7 +59,10 @@ pub(crate) fn fit(logs: &[Log]) -> Option<Fit> {
         .flat_map(|l| &l.transfers)
         .map(|t| (t.ms - mean).powi(2))
         .sum();
-    let error = |k: f64| residuals(logs, k, count);
+    // One scratch buffer for every replay: the fit runs at every boundary, so its cost is
+    // part of the tuner's own time.
+    let mut left = Vec::new();
+    let mut error = |k: f64| residuals(logs, k, count, &mut left);
     // The grid, with k = 0 as its first point.
     let ratio = (K_MAX / K_MIN).powf(1.0 / (GRID - 1) as f64);
     let grid: Vec<f64> = std::iter::once(0.0)
@@ -71,15 +76,20 @@ pub(crate) fn fit(logs: &[Log]) -> Option<Fit> {
         grid[best.saturating_sub(1)],
         grid[(best + 1).min(grid.len() - 1)],
     );
-    // Golden-section search between the best point's neighbours.
+    // Golden-section search between the best point's neighbours; each step keeps one of the
+    // two inner points, so it costs one replay.
     let golden = (5f64.sqrt() - 1.0) / 2.0;
+    let (mut a, mut b) = (hi - golden * (hi - lo), lo + golden * (hi - lo));
+    let (mut error_a, mut error_b) = (error(a).1, error(b).1);
     for _ in 0..REFINE {
-        let a = hi - golden * (hi - lo);
-        let b = lo + golden * (hi - lo);
-        if error(a).1 <= error(b).1 {
-            hi = b;
+        if error_a <= error_b {
+            (hi, b, error_b) = (b, a, error_a);
+            a = hi - golden * (hi - lo);
+            error_a = error(a).1;
         } else {
-            lo = a;
+            (lo, a, error_a) = (a, b, error_b);
+            b = lo + golden * (hi - lo);
+            error_b = error(b).1;
         }
     }
     let k = (lo + hi) / 2.0;
@@ -99,35 +109,36 @@ pub(crate) fn fit(logs: &[Log]) -> Option<Fit> {
     })
 }
 
-/// For a link of `k`: the best intercept (at least 0) and the squared error left.
-fn residuals(logs: &[Log], k: f64, count: usize) -> (f64, f64) {
-    let rests: Vec<f64> = logs
-        .iter()
-        .flat_map(|log| {
-            let left = departures(&log.sends, k);
-            log.transfers.iter().map(move |t| {
-                let wait = t
-                    .out
-                    .map_or(0.0, |(first, last)| wait(&log.sends, &left, first, last, k));
-                t.ms - k * t.bytes - wait
-            })
-        })
-        .collect();
-    let intercept = (rests.iter().sum::<f64>() / count as f64).max(0.0);
-    let sse = rests.iter().map(|r| (r - intercept).powi(2)).sum();
+/// For a link of `k`: the best intercept (at least 0) and the squared error left. `left` is
+/// scratch space for the departures.
+fn residuals(logs: &[Log], k: f64, count: usize, left: &mut Vec<f64>) -> (f64, f64) {
+    let (mut sum, mut squares) = (0.0, 0.0);
+    for log in logs {
+        departures(&log.sends, k, left);
+        for t in &log.transfers {
+            let wait = t
+                .out
+                .map_or(0.0, |(first, last)| wait(&log.sends, left, first, last, k));
+            let rest = t.ms - k * t.bytes - wait;
+            sum += rest;
+            squares += rest * rest;
+        }
+    }
+    let n = count as f64;
+    let intercept = (sum / n).max(0.0);
+    // Σ(r − c)² without a second pass over the rests.
+    let sse = (squares - 2.0 * intercept * sum + n * intercept * intercept).max(0.0);
     (intercept, sse)
 }
 
-/// When each message has left a link of `k` that sends them in order.
-fn departures(sends: &[Send], k: f64) -> Vec<f64> {
+/// When each message has left a link of `k` that sends them in order, into `left`.
+fn departures(sends: &[Send], k: f64, left: &mut Vec<f64>) {
     let mut free = f64::NEG_INFINITY;
-    sends
-        .iter()
-        .map(|s| {
-            free = free.max(s.at_ms) + k * s.bytes;
-            free
-        })
-        .collect()
+    left.clear();
+    left.extend(sends.iter().map(|s| {
+        free = free.max(s.at_ms) + k * s.bytes;
+        free
+    }));
 }
 
 /// What the messages `first` and `last` of a transfer waited for the link beyond their own
@@ -165,7 +176,8 @@ mod tests {
                 bytes: chunk,
             });
         }
-        let left = departures(&sends, k);
+        let mut left = Vec::new();
+        departures(&sends, k, &mut left);
         let answer = 320.0;
         let mut transfers = Vec::new();
         for i in 0..n {
