@@ -14,7 +14,7 @@ use crate::codec::Message;
 use crate::config::RunConfig;
 use crate::error::{Error, ErrorKind, Result};
 use crate::measure::{Facts, Probe, TaskStats};
-use crate::metrics::{Failure, IterationMetrics, RunMetrics};
+use crate::metrics::{Failure, IterationMetrics, Measured, RunMetrics};
 use crate::policy::{self, Ask, ChunkDone, Plan, Policy, PolicyName};
 use crate::progress::Progress;
 use crate::trace::{MasterWork, Trace};
@@ -1095,40 +1095,18 @@ where
             .observe(&obs, &current, healthy, &self.stats, &self.tunables);
         let tuning = round.tuning + clock::since(tuning_started);
         self.stats.end_iteration();
-        let link = self.tuner.link();
-        let per_worker = |f: fn(&crate::measure::Moments) -> f64| -> Vec<f64> {
-            obs.worker_tasks.iter().map(f).collect()
-        };
-        self.metrics.iterations.push(IterationMetrics {
-            index: it.index,
-            workers: it.workers,
-            factor: it.factor,
-            policy: self.policy.name().to_owned(),
-            tasks,
-            chunks: round.chunk_sizes.len(),
-            time_ms: obs.facts.time_ms,
-            tc_ms: obs.tc_ms,
-            lm_ms: obs.lm_ms(),
-            bytes_to_workers: obs.bytes_to,
-            bytes_from_workers: obs.bytes_from,
-            imbalance: obs.imbalance(),
-            predicted_ms,
-            chunk_sizes: round.chunk_sizes,
-            prefetched: round.prefetched,
-            backups: round.backups,
-            checkpoint_ms: None,
-            busy_ms: obs.busy_ms.clone(),
-            task_mean_ms: obs.task.mean(),
-            task_stddev_ms: obs.task.stddev(),
-            worker_task_mean_ms: per_worker(crate::measure::Moments::mean),
-            worker_task_stddev_ms: per_worker(crate::measure::Moments::stddev),
-            volume_bytes: obs.bytes_to + obs.bytes_from,
-            alpha: obs.alpha(),
-            shared_bytes: obs.shared_bytes,
-            mo_ms: link.map(|l| l.mo_ms),
-            k_ms_per_byte: link.map(|l| l.k_ms_per_byte),
-            tuning_ms: ms(tuning),
-        });
+        self.metrics.iterations.push(IterationMetrics::measured(
+            &obs,
+            Measured {
+                policy: self.policy.name().to_owned(),
+                chunk_sizes: round.chunk_sizes,
+                prefetched: round.prefetched,
+                backups: round.backups,
+                predicted_ms,
+                link: self.tuner.link(),
+                tuning,
+            },
+        ));
         if let Some(control) = &self.control {
             control.publish(&Status {
                 iteration: it.index,
