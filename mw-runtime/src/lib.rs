@@ -66,6 +66,7 @@ pub mod config;
 mod engine;
 mod error;
 pub mod fault;
+mod interrupt;
 pub mod load;
 pub mod measure;
 pub mod metrics;
@@ -86,6 +87,7 @@ pub use config::{
     BackendChoice, EmulatedLink, Objective, Protocol, RunArgs, RunConfig, TuneMode, TuningConfig,
 };
 pub use error::{Error, ErrorKind, Result};
+pub use interrupt::Signal;
 pub use load::LoadPattern;
 pub use metrics::RunMetrics;
 pub use mw_macros::{Message, master, worker};

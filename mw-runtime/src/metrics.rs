@@ -29,6 +29,10 @@ pub struct RunMetrics {
     /// Chunks whose `do_work` panicked and were re-run elsewhere.
     #[serde(default)]
     pub failures: Vec<Failure>,
+    /// The signal that stopped the run (`"SIGINT"`, `"SIGTERM"`): the iterations are those
+    /// that ended before it, `total_ms` the time until the stop. Absent when the run ended.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interrupted: Option<String>,
 }
 
 /// One iteration: `partition` → every result recovered → `end_iteration`.

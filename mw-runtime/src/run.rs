@@ -136,6 +136,7 @@ where
     W::Shared: SameShared<M::Shared, M, W>,
 {
     config.validate()?;
+    crate::interrupt::watch()?;
     // Written when the run ends: checked before it starts.
     if let Some(path) = &config.metrics {
         crate::check_output(path, "--metrics")?;
@@ -162,8 +163,23 @@ where
     } else {
         Some(run_local(config, master, worker)?)
     };
-    if let (Some(metrics), Some(path)) = (&metrics, &config.metrics) {
+    // The engine wrote those of an interrupted run already.
+    let unwritten = metrics.as_ref().filter(|m| m.interrupted.is_none());
+    if let (Some(metrics), Some(path)) = (unwritten, &config.metrics) {
         metrics.write(path)?;
+    }
+    if let Some(signal) = crate::interrupt::received() {
+        // As the signal's default action would have, but with what ran written down. Worker
+        // ranks leave quietly: the master says it.
+        if let Some(metrics) = &metrics {
+            eprintln!(
+                "mw: interrupted by {} after {} iterations{}",
+                signal.name(),
+                metrics.iterations.len(),
+                written(config)
+            );
+        }
+        std::process::exit(signal.exit_code());
     }
     if let Some(metrics) = metrics.as_ref().filter(|_| !config.quiet) {
         let written = summary::Written {
@@ -173,6 +189,18 @@ where
         summary::print(metrics, &written);
     }
     Ok(Report { metrics })
+}
+
+/// Where the outputs of an interrupted run went, for its last line.
+fn written(config: &RunConfig) -> String {
+    let files: Vec<String> = [("metrics", &config.metrics), ("trace", &config.trace)]
+        .into_iter()
+        .filter_map(|(what, path)| Some(format!("{what} in `{}`", path.as_ref()?.display())))
+        .collect();
+    match files.is_empty() {
+        true => String::new(),
+        false => format!("; {}", files.join(", ")),
+    }
 }
 
 #[cfg(feature = "mpi")]

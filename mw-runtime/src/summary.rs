@@ -172,6 +172,7 @@ mod tests {
                 .collect(),
             decisions: Vec::new(),
             failures: Vec::new(),
+            interrupted: None,
         }
     }
 

@@ -46,6 +46,7 @@ fn pilot(iterations: usize) -> RunMetrics {
         iterations: its,
         decisions: Vec::new(),
         failures: Vec::new(),
+        interrupted: None,
     }
 }
 

@@ -85,6 +85,7 @@ where
             iterations: Vec::new(),
             decisions: Vec::new(),
             failures: Vec::new(),
+            interrupted: None,
         },
         trace: match config.trace {
             Some(_) => Trace::new(pool, config.trace_limit),
@@ -109,10 +110,25 @@ where
         engine.master.final_work()
     });
     engine.metrics.total_ms = ms(clock::since(started));
+    // Stopped by a signal: what ran is written as if the run had ended there.
+    let outcome = match outcome {
+        Err(e) if matches!(e.kind(), ErrorKind::Interrupted { .. }) => {
+            if let ErrorKind::Interrupted { signal } = e.kind() {
+                engine.metrics.interrupted = Some(signal.name().to_owned());
+            }
+            Ok(())
+        }
+        outcome => outcome,
+    };
     // The trace is written even when the run failed: that is when it is most wanted.
     let traced = engine.write_trace(outcome.is_ok());
     outcome?;
     traced?;
+    // Under MPI, `mpirun` kills the ranks shortly after passing a signal on: the metrics of an
+    // interrupted run are written now, before MPI is finalized, not by the caller.
+    if let (Some(_), Some(path)) = (&engine.metrics.interrupted, &config.metrics) {
+        engine.metrics.write(path)?;
+    }
     Ok(engine.metrics)
 }
 
@@ -391,6 +407,7 @@ where
 
     fn run(&mut self, start: usize) -> Result<()> {
         for index in start.. {
+            crate::interrupt::check()?;
             let applied = self.tunables.apply_pending(index);
             for a in &applied {
                 self.announce(&a.decision);
@@ -529,6 +546,8 @@ where
         round.tuning += clock::since(predicting);
 
         while round.done < round.produced as u64 {
+            // No new chunk after SIGINT or SIGTERM: the run ends with what it has.
+            crate::interrupt::check()?;
             let waiting = self.trace.mark();
             let Some((worker, message)) = self.link.recv_within(WATCH_EVERY)? else {
                 self.watch(&mut round, clock::now())?;

@@ -47,6 +47,7 @@ fn metrics(iterations: Vec<IterationMetrics>, decisions: Vec<Decision>) -> RunMe
         iterations,
         decisions,
         failures: Vec::new(),
+        interrupted: None,
     }
 }
 

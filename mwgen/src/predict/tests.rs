@@ -46,6 +46,7 @@ fn metrics(iterations: Vec<IterationMetrics>) -> RunMetrics {
         iterations,
         decisions: Vec::new(),
         failures: Vec::new(),
+        interrupted: None,
     }
 }
 
