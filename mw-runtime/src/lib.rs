@@ -63,6 +63,7 @@ pub mod app;
 mod clock;
 pub mod codec;
 pub mod config;
+pub mod control;
 mod engine;
 mod error;
 pub mod fault;

@@ -12,6 +12,7 @@ use crate::clock::{self, Instant};
 use crate::app::{Flow, Iteration, Master, Setup, TaskId};
 use crate::codec::Message;
 use crate::config::RunConfig;
+use crate::control::{ControlServer, Status};
 use crate::error::{Error, ErrorKind, Result};
 use crate::measure::{Facts, Probe, TaskStats};
 use crate::metrics::{Failure, IterationMetrics, Measured, RunMetrics};
@@ -20,7 +21,7 @@ use crate::progress::Progress;
 use crate::trace::{MasterWork, Trace};
 use crate::transport::{Chunk, Done, Failed, FromWorker, MasterLink, ToWorker};
 use crate::tunables::TunablesHandle;
-use crate::tuning::{ControlServer, Span, Status, Tuner};
+use crate::tuning::{Span, Tuner};
 
 mod faults;
 
