@@ -52,6 +52,11 @@ struct RuntimeOnly {
 /// The worker must exchange the master's messages: its `Task`, `Result` and `Shared` are the
 /// master's (the bounds from [`agree`](crate::agree) say so, and name both types when not).
 ///
+/// # Stopping
+/// SIGINT or SIGTERM stops the run at once: no new chunk is sent, the workers are told to stop,
+/// the metrics (marked `interrupted`) and the trace of what ran are written, and the process
+/// exits with 130 or 143 instead of returning. A second signal exits at once.
+///
 /// # Errors
 /// Invalid configuration, a task that failed on every worker, a backend failure, or an error
 /// returned by a hook. Invalid flags print clap's message and exit with status 2.
