@@ -4,6 +4,7 @@ use std::fmt;
 use std::path::PathBuf;
 
 use crate::codec::DecodeError;
+use crate::interrupt::Signal;
 
 /// Result of the runtime's fallible operations, and of your hooks.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -53,6 +54,9 @@ pub enum ErrorKind {
         iteration: Option<usize>,
         message: String,
     },
+    /// The run was stopped by SIGINT or SIGTERM. The engine sees it and writes what ran; the
+    /// process then exits with [`Signal::exit_code`].
+    Interrupted { signal: Signal },
 }
 
 impl Error {
@@ -79,6 +83,10 @@ impl Error {
             message: message.into(),
         }
         .into()
+    }
+
+    pub(crate) fn interrupted(signal: Signal) -> Self {
+        ErrorKind::Interrupted { signal }.into()
     }
 
     pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
@@ -173,6 +181,7 @@ impl fmt::Display for Error {
                      are in the master's state, no further ones"
                 )
             }
+            ErrorKind::Interrupted { signal } => write!(f, "interrupted by {}", signal.name()),
         }
     }
 }

@@ -63,9 +63,11 @@ pub mod app;
 mod clock;
 pub mod codec;
 pub mod config;
+pub mod control;
 mod engine;
 mod error;
 pub mod fault;
+mod interrupt;
 mod launch;
 pub mod load;
 pub mod measure;
@@ -87,6 +89,7 @@ pub use config::{
     BackendChoice, EmulatedLink, Objective, Protocol, RunArgs, RunConfig, TuneMode, TuningConfig,
 };
 pub use error::{Error, ErrorKind, Result};
+pub use interrupt::Signal;
 pub use load::LoadPattern;
 pub use metrics::RunMetrics;
 pub use mw_macros::{Message, master, worker};

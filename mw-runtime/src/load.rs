@@ -562,10 +562,10 @@ mod tests {
     #[test]
     fn serde_reads_and_writes_the_text_form() {
         #[derive(Debug, Deserialize, Serialize, PartialEq)]
-        struct Run {
+        struct RunTable {
             load: LoadPattern,
         }
-        let run: Run = toml::from_str("load = \"variable:4\"").unwrap();
+        let run: RunTable = toml::from_str("load = \"variable:4\"").unwrap();
         assert_eq!(
             run.load,
             LoadPattern::Variable {
@@ -577,7 +577,7 @@ mod tests {
             toml::to_string(&run).unwrap().trim(),
             "load = \"variable:4:75\""
         );
-        let e = toml::from_str::<Run>("load = \"0:0:100\"")
+        let e = toml::from_str::<RunTable>("load = \"0:0:100\"")
             .unwrap_err()
             .to_string();
         assert!(e.contains("out of range") && e.contains("help:"), "{e}");

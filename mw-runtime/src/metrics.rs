@@ -1,10 +1,12 @@
 //! The metrics a run leaves behind (`--metrics PATH`): the JSON contract of `docs/ARCHITECTURE.md` ("What a run leaves behind").
 
 use std::path::Path;
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
+use crate::measure::{Moments, Observation};
 use crate::tunables::Decision;
 
 /// Everything measured in one run.
@@ -34,6 +36,10 @@ pub struct RunMetrics {
     /// their allocation`).
     #[serde(default)]
     pub objective_reason: String,
+    /// The signal that stopped the run (`"SIGINT"`, `"SIGTERM"`): the iterations are those
+    /// that ended before it, `total_ms` the time until the stop. Absent when the run ended.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interrupted: Option<String>,
 }
 
 /// One iteration: `partition` → every result recovered → `end_iteration`.
@@ -104,6 +110,61 @@ pub struct IterationMetrics {
     /// Time the tuner spent on this iteration (prediction, model, tunlets), in ms.
     #[serde(default)]
     pub tuning_ms: f64,
+}
+
+/// What the engine knows of an iteration beside its [`Observation`]: how it cut and sent the
+/// chunks, what it predicted, and what the tuner estimated.
+#[derive(Debug)]
+pub(crate) struct Measured {
+    /// The policy's name (an own policy's too, which `Facts` cannot name).
+    pub policy: String,
+    pub chunk_sizes: Vec<usize>,
+    pub prefetched: usize,
+    pub backups: usize,
+    pub predicted_ms: Option<f64>,
+    /// `mo` and `k` as estimated after the iteration.
+    pub link: Option<crate::tuning::Link>,
+    /// Time the tuner spent on the iteration.
+    pub tuning: Duration,
+}
+
+impl IterationMetrics {
+    /// The metrics of one iteration, from what the engine measured.
+    pub(crate) fn measured(obs: &Observation, measured: Measured) -> Self {
+        let facts = &obs.facts;
+        let per_worker =
+            |f: fn(&Moments) -> f64| -> Vec<f64> { obs.worker_tasks.iter().map(f).collect() };
+        IterationMetrics {
+            index: facts.index,
+            workers: facts.workers,
+            factor: facts.factor,
+            policy: measured.policy,
+            tasks: facts.tasks,
+            chunks: facts.chunks,
+            time_ms: facts.time_ms,
+            tc_ms: obs.tc_ms,
+            lm_ms: obs.lm_ms(),
+            bytes_to_workers: obs.bytes_to,
+            bytes_from_workers: obs.bytes_from,
+            imbalance: obs.imbalance(),
+            predicted_ms: measured.predicted_ms,
+            chunk_sizes: measured.chunk_sizes,
+            prefetched: measured.prefetched,
+            backups: measured.backups,
+            checkpoint_ms: None,
+            busy_ms: obs.busy_ms.clone(),
+            task_mean_ms: obs.task.mean(),
+            task_stddev_ms: obs.task.stddev(),
+            worker_task_mean_ms: per_worker(Moments::mean),
+            worker_task_stddev_ms: per_worker(Moments::stddev),
+            volume_bytes: obs.bytes_to + obs.bytes_from,
+            alpha: obs.alpha(),
+            shared_bytes: obs.shared_bytes,
+            mo_ms: measured.link.map(|l| l.mo_ms),
+            k_ms_per_byte: measured.link.map(|l| l.k_ms_per_byte),
+            tuning_ms: measured.tuning.as_secs_f64() * 1e3,
+        }
+    }
 }
 
 /// A chunk whose `do_work` panicked.

@@ -53,6 +53,11 @@ struct RuntimeOnly {
 /// The worker must exchange the master's messages: its `Task`, `Result` and `Shared` are the
 /// master's (the bounds from [`agree`](crate::agree) say so, and name both types when not).
 ///
+/// # Stopping
+/// SIGINT or SIGTERM stops the run at once: no new chunk is sent, the workers are told to stop,
+/// the metrics (marked `interrupted`) and the trace of what ran are written, and the process
+/// exits with 130 or 143 instead of returning. A second signal exits at once.
+///
 /// # Errors
 /// Invalid configuration, a task that failed on every worker, a backend failure, or an error
 /// returned by a hook. Invalid flags print clap's message and exit with status 2.
@@ -137,6 +142,7 @@ where
     W::Shared: SameShared<M::Shared, M, W>,
 {
     config.validate()?;
+    crate::interrupt::watch()?;
     // Written when the run ends: checked before it starts.
     if let Some(path) = &config.metrics {
         crate::check_output(path, "--metrics")?;
@@ -163,8 +169,23 @@ where
     } else {
         Some(run_local(config, master, worker)?)
     };
-    if let (Some(metrics), Some(path)) = (&metrics, &config.metrics) {
+    // The engine wrote those of an interrupted run already.
+    let unwritten = metrics.as_ref().filter(|m| m.interrupted.is_none());
+    if let (Some(metrics), Some(path)) = (unwritten, &config.metrics) {
         metrics.write(path)?;
+    }
+    if let Some(signal) = crate::interrupt::received() {
+        // As the signal's default action would have, but with what ran written down. Worker
+        // ranks leave quietly: the master says it.
+        if let Some(metrics) = &metrics {
+            eprintln!(
+                "mw: interrupted by {} after {} iterations{}",
+                signal.name(),
+                metrics.iterations.len(),
+                written(config)
+            );
+        }
+        std::process::exit(signal.exit_code());
     }
     if let Some(metrics) = metrics.as_ref().filter(|_| !config.quiet) {
         let written = summary::Written {
@@ -174,6 +195,18 @@ where
         summary::print(metrics, &written);
     }
     Ok(Report { metrics })
+}
+
+/// Where the outputs of an interrupted run went, for its last line.
+fn written(config: &RunConfig) -> String {
+    let files: Vec<String> = [("metrics", &config.metrics), ("trace", &config.trace)]
+        .into_iter()
+        .filter_map(|(what, path)| Some(format!("{what} in `{}`", path.as_ref()?.display())))
+        .collect();
+    match files.is_empty() {
+        true => String::new(),
+        false => format!("; {}", files.join(", ")),
+    }
 }
 
 #[cfg(feature = "mpi")]

@@ -183,6 +183,7 @@ mod tests {
             failures: Vec::new(),
             objective: "index".into(),
             objective_reason: "parked worker threads are released".into(),
+            interrupted: None,
         }
     }
 

@@ -11,8 +11,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use mw_runtime::control::{ControlAddr, ControlStream, MAX_CONNECTIONS, MAX_LINE, Reply};
 use mw_runtime::prelude::*;
-use mw_runtime::tuning::{ControlAddr, ControlStream, MAX_CONNECTIONS, MAX_LINE, Reply};
 use mw_runtime::{RunConfig, RunMetrics, TuningConfig};
 
 /// Iterations of four 1 ms tasks until told to stop.

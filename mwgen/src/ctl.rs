@@ -5,7 +5,7 @@ use std::io::{BufRead, BufReader, ErrorKind, Write};
 use std::time::Duration;
 
 use clap::{Args, Subcommand};
-use mw_runtime::tuning::{ControlAddr, ControlAddrError, ControlStream, Reply};
+use mw_runtime::control::{ControlAddr, ControlAddrError, ControlStream, Reply};
 
 use crate::CliError;
 

@@ -48,6 +48,7 @@ fn pilot(iterations: usize) -> RunMetrics {
         failures: Vec::new(),
         objective: "time".to_string(),
         objective_reason: "parked MPI ranks keep their allocation".to_string(),
+        interrupted: None,
     }
 }
 

@@ -9,11 +9,11 @@ use std::path::{Path, PathBuf};
 use clap::{Args, ValueEnum};
 use serde::{Deserialize, Serialize};
 
+use crate::control::{ControlAddr, ControlAddrError};
 use crate::error::{Error, ErrorKind, Result};
 use crate::load::{LoadError, LoadPattern};
 use crate::policy::PolicyName;
 use crate::tunables::{Tunables, check_factor};
-use crate::tuning::{ControlAddr, ControlAddrError};
 
 mod faults;
 mod tuning;

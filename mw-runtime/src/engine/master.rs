@@ -12,15 +12,16 @@ use crate::clock::{self, Instant};
 use crate::app::{Flow, Iteration, Master, Setup, TaskId};
 use crate::codec::Message;
 use crate::config::RunConfig;
+use crate::control::{ControlServer, Status};
 use crate::error::{Error, ErrorKind, Result};
 use crate::measure::{Facts, Probe, TaskStats};
-use crate::metrics::{Failure, IterationMetrics, RunMetrics};
+use crate::metrics::{Failure, IterationMetrics, Measured, RunMetrics};
 use crate::policy::{self, Ask, ChunkDone, Plan, Policy, PolicyName};
 use crate::progress::Progress;
 use crate::trace::{MasterWork, Trace};
 use crate::transport::{Chunk, Done, Failed, FromWorker, MasterLink, ToWorker};
 use crate::tunables::TunablesHandle;
-use crate::tuning::{ControlServer, Span, Status, Tuner};
+use crate::tuning::{Span, Tuner};
 
 mod faults;
 
@@ -90,6 +91,7 @@ where
             failures: Vec::new(),
             objective: objective.to_string(),
             objective_reason,
+            interrupted: None,
         },
         trace: match config.trace {
             Some(_) => Trace::new(pool, config.trace_limit),
@@ -114,10 +116,25 @@ where
         engine.master.final_work()
     });
     engine.metrics.total_ms = ms(clock::since(started));
+    // Stopped by a signal: what ran is written as if the run had ended there.
+    let outcome = match outcome {
+        Err(e) if matches!(e.kind(), ErrorKind::Interrupted { .. }) => {
+            if let ErrorKind::Interrupted { signal } = e.kind() {
+                engine.metrics.interrupted = Some(signal.name().to_owned());
+            }
+            Ok(())
+        }
+        outcome => outcome,
+    };
     // The trace is written even when the run failed: that is when it is most wanted.
     let traced = engine.write_trace(outcome.is_ok());
     outcome?;
     traced?;
+    // Under MPI, `mpirun` kills the ranks shortly after passing a signal on: the metrics of an
+    // interrupted run are written now, before MPI is finalized, not by the caller.
+    if let (Some(_), Some(path)) = (&engine.metrics.interrupted, &config.metrics) {
+        engine.metrics.write(path)?;
+    }
     Ok(engine.metrics)
 }
 
@@ -398,6 +415,7 @@ where
 
     fn run(&mut self, start: usize) -> Result<()> {
         for index in start.. {
+            crate::interrupt::check()?;
             let applied = self.tunables.apply_pending(index);
             for a in &applied {
                 self.announce(&a.decision);
@@ -536,6 +554,8 @@ where
         round.tuning += clock::since(predicting);
 
         while round.done < round.produced as u64 {
+            // No new chunk after SIGINT or SIGTERM: the run ends with what it has.
+            crate::interrupt::check()?;
             let waiting = self.trace.mark();
             let Some((worker, message)) = self.link.recv_within(WATCH_EVERY)? else {
                 self.watch(&mut round, clock::now())?;
@@ -1102,40 +1122,18 @@ where
             .observe(&obs, &current, healthy, &self.stats, &self.tunables);
         let tuning = round.tuning + clock::since(tuning_started);
         self.stats.end_iteration();
-        let link = self.tuner.link();
-        let per_worker = |f: fn(&crate::measure::Moments) -> f64| -> Vec<f64> {
-            obs.worker_tasks.iter().map(f).collect()
-        };
-        self.metrics.iterations.push(IterationMetrics {
-            index: it.index,
-            workers: it.workers,
-            factor: it.factor,
-            policy: self.policy.name().to_owned(),
-            tasks,
-            chunks: round.chunk_sizes.len(),
-            time_ms: obs.facts.time_ms,
-            tc_ms: obs.tc_ms,
-            lm_ms: obs.lm_ms(),
-            bytes_to_workers: obs.bytes_to,
-            bytes_from_workers: obs.bytes_from,
-            imbalance: obs.imbalance(),
-            predicted_ms,
-            chunk_sizes: round.chunk_sizes,
-            prefetched: round.prefetched,
-            backups: round.backups,
-            checkpoint_ms: None,
-            busy_ms: obs.busy_ms.clone(),
-            task_mean_ms: obs.task.mean(),
-            task_stddev_ms: obs.task.stddev(),
-            worker_task_mean_ms: per_worker(crate::measure::Moments::mean),
-            worker_task_stddev_ms: per_worker(crate::measure::Moments::stddev),
-            volume_bytes: obs.bytes_to + obs.bytes_from,
-            alpha: obs.alpha(),
-            shared_bytes: obs.shared_bytes,
-            mo_ms: link.map(|l| l.mo_ms),
-            k_ms_per_byte: link.map(|l| l.k_ms_per_byte),
-            tuning_ms: ms(tuning),
-        });
+        self.metrics.iterations.push(IterationMetrics::measured(
+            &obs,
+            Measured {
+                policy: self.policy.name().to_owned(),
+                chunk_sizes: round.chunk_sizes,
+                prefetched: round.prefetched,
+                backups: round.backups,
+                predicted_ms,
+                link: self.tuner.link(),
+                tuning,
+            },
+        ));
         if let Some(control) = &self.control {
             control.publish(&Status {
                 iteration: it.index,

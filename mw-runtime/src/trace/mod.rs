@@ -81,7 +81,7 @@ struct Recorder {
     /// decisions that carry `tasks_done`.
     midway: Vec<u64>,
     /// Per worker: the chunks it holds, oldest first, and when their sends ended.
-    holding: Vec<VecDeque<Held>>,
+    holding: Vec<VecDeque<SentChunk>>,
     /// Per worker: when its last `do_work` slice ended (a chunk sent ahead starts no earlier).
     free_at: Vec<u64>,
     /// The iteration being run, for the arguments of the slices.
@@ -146,10 +146,13 @@ struct FailureMark {
     message: String,
 }
 
+/// A chunk sent to a worker and not yet answered: its `do_work` slice is placed when the
+/// answer comes.
 #[derive(Debug, Clone, Copy, PartialEq)]
-struct Held {
+struct SentChunk {
     chunk: u64,
     tasks: u32,
+    /// When its send ended, in ns since the trace began.
     sent: u64,
 }
 
@@ -230,7 +233,7 @@ impl Trace {
             let sent = r.push(Kind::SendChunk, worker, chunk, tasks, start);
             if let Some(held) = r.holding.get_mut(worker) {
                 let tasks = saturate(tasks);
-                held.push_back(Held { chunk, tasks, sent });
+                held.push_back(SentChunk { chunk, tasks, sent });
             }
         }
     }
@@ -349,7 +352,7 @@ impl Recorder {
     /// The worker's `do_work` slice for `held`, in the middle of its round trip (see the module
     /// docs): `busy_ns` long, between the end of the send (or of the worker's previous slice,
     /// for a chunk that waited behind it) and the arrival of the answer.
-    fn place_work(&mut self, worker: usize, held: Held, busy_ns: u64, arrived: u64) {
+    fn place_work(&mut self, worker: usize, held: SentChunk, busy_ns: u64, arrived: u64) {
         let from = held
             .sent
             .max(self.free_at.get(worker).copied().unwrap_or(0))
@@ -361,7 +364,7 @@ impl Recorder {
     }
 
     /// The worker's `do_work` slice for `held`, from `start`, `dur` long.
-    fn work_at(&mut self, worker: usize, held: Held, start: u64, dur: u64) {
+    fn work_at(&mut self, worker: usize, held: SentChunk, start: u64, dur: u64) {
         if let Some(free) = self.free_at.get_mut(worker) {
             *free = start + dur;
         }

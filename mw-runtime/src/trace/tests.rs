@@ -8,7 +8,7 @@ use crate::clock;
 use serde_json::Value;
 
 use super::chrome::write_to;
-use super::{Held, MasterWork, Recorder, Trace};
+use super::{MasterWork, Recorder, SentChunk, Trace};
 use crate::measure::Moments;
 use crate::metrics::{IterationMetrics, RunMetrics};
 use crate::transport::{Done, Failed, FromWorker};
@@ -49,6 +49,7 @@ fn metrics(iterations: Vec<IterationMetrics>, decisions: Vec<Decision>) -> RunMe
         failures: Vec::new(),
         objective: "index".into(),
         objective_reason: "configured".into(),
+        interrupted: None,
     }
 }
 
@@ -164,7 +165,7 @@ fn do_work_sits_in_the_middle_of_its_round_trip() {
     else {
         unreachable!()
     };
-    let held = Held {
+    let held = SentChunk {
         chunk: 7,
         tasks: 3,
         sent: 1_000,
@@ -189,13 +190,13 @@ fn a_prefetched_chunk_works_after_the_one_before_it() {
     else {
         unreachable!()
     };
-    let first = Held {
+    let first = SentChunk {
         chunk: 1,
         tasks: 1,
         sent: 1_000,
     };
     // Sent ahead at 1,100, while the worker still held chunk 1 (worked 1,150..1,250).
-    let second = Held {
+    let second = SentChunk {
         chunk: 2,
         tasks: 1,
         sent: 1_100,

@@ -1,5 +1,5 @@
-//! The in-process tuner (the papers' MATE analyzer) and the external control
-//! endpoint.
+//! The in-process tuner (the papers' MATE analyzer). The external control endpoint is
+//! [`crate::control`].
 //!
 //! At every iteration boundary the engine hands the tuner the iteration's `Observation`
 //! (measure points, see [`crate::measure`]). The tuner folds it into a smoothed `Estimate` of
@@ -14,7 +14,6 @@
 //! Before an iteration's results come back, the tuner also predicts its time (`predicted_ms`),
 //! from the measurements of the iterations before it. See `README.md` beside this file.
 
-mod control;
 mod decide;
 mod estimate;
 mod factor;
@@ -22,16 +21,11 @@ mod machine;
 mod policy;
 mod queue;
 mod simulate;
-mod token;
 mod workers;
 
 #[cfg(test)]
 mod tests;
 
-pub use control::{
-    AUTH_TIMEOUT, ControlAddr, ControlAddrError, ControlStream, MAX_CONNECTIONS, MAX_LINE, Reply,
-};
-pub(crate) use control::{ControlServer, Status};
 pub use decide::Proposal;
 pub use machine::Layout;
 

@@ -127,14 +127,14 @@ impl Ord for Answer {
 
 /// What a worker holds: when it will be done, how many chunks, the size of the last.
 #[derive(Debug, Clone, Copy, Default)]
-struct Held {
+struct WorkerLoad {
     free: f64,
     chunks: usize,
     last: usize,
 }
 
 /// One simulated iteration in progress.
-struct Run<'a> {
+struct SimulatedIteration<'a> {
     spec: &'a Spec<'a>,
     stats: &'a TaskStats,
     policy: Box<dyn mw_runtime::policy::Policy>,
@@ -148,12 +148,12 @@ struct Run<'a> {
     wire_in_busy: f64,
     remaining: usize,
     chunks: usize,
-    held: Vec<Held>,
+    held: Vec<WorkerLoad>,
     answers: BinaryHeap<Reverse<Answer>>,
     rng: &'a mut Normal,
 }
 
-impl Run<'_> {
+impl SimulatedIteration<'_> {
     /// Sends `bytes`; returns when they have arrived. Sync: the master waits for delivery.
     /// Async: the master pays the start-up and moves on, the transfer queues on the link.
     fn send(&mut self, bytes: f64) -> f64 {
@@ -236,7 +236,7 @@ fn once(spec: &Spec<'_>, stats: &TaskStats, rng: &mut Normal) -> Outcome {
         min_chunk: 1,
         stats,
     });
-    let mut run = Run {
+    let mut run = SimulatedIteration {
         spec,
         stats,
         policy,
@@ -248,7 +248,7 @@ fn once(spec: &Spec<'_>, stats: &TaskStats, rng: &mut Normal) -> Outcome {
         wire_in_busy: 0.0,
         remaining: spec.tasks,
         chunks: 0,
-        held: vec![Held::default(); n],
+        held: vec![WorkerLoad::default(); n],
         answers: BinaryHeap::with_capacity(n),
         rng,
     };

@@ -48,6 +48,7 @@ fn metrics(iterations: Vec<IterationMetrics>) -> RunMetrics {
         failures: Vec::new(),
         objective: "time".to_string(),
         objective_reason: "parked MPI ranks keep their allocation".to_string(),
+        interrupted: None,
     }
 }
 

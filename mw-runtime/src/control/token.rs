@@ -12,7 +12,7 @@ use std::fs::{self, OpenOptions};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
-use super::control::ControlAddr;
+use super::ControlAddr;
 
 /// Bytes of randomness in a token (shown as twice as many hex digits).
 const TOKEN_BYTES: usize = 16;

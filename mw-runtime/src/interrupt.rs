@@ -1,0 +1,121 @@
+//! Stopping a run on SIGINT or SIGTERM: the engine stops handing out chunks, tells the workers
+//! to stop, writes the metrics and trace of what ran, and the process exits with `128 + signal`
+//! (130 for SIGINT, 143 for SIGTERM), as a shell expects of a program ended by a signal.
+//!
+//! The handlers only set flags (signal-hook's `flag` module: async-signal-safe, no code of
+//! ours runs inside the handler); the engine looks at them between answers. A second signal
+//! ends the process at once, without writing anything: the usual way out of a stuck shutdown.
+
+use std::sync::Arc;
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+use crate::error::{Error, Result};
+
+/// A signal that stops a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Signal {
+    Int,
+    Term,
+}
+
+impl Signal {
+    /// The signal's name, as the metrics record it (`"SIGINT"`, `"SIGTERM"`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Signal::Int => "SIGINT",
+            Signal::Term => "SIGTERM",
+        }
+    }
+
+    /// The exit status of a process ended by this signal: `128 + signal number`.
+    pub fn exit_code(self) -> i32 {
+        128 + self.number()
+    }
+
+    fn number(self) -> i32 {
+        match self {
+            Signal::Int => 2,
+            Signal::Term => 15,
+        }
+    }
+
+    fn from_number(number: usize) -> Option<Signal> {
+        match number {
+            2 => Some(Signal::Int),
+            15 => Some(Signal::Term),
+            _ => None,
+        }
+    }
+}
+
+/// The flags the handlers set, installed once per process.
+struct Flags {
+    /// Set by the first signal: a later one ends the process at once.
+    any: Arc<AtomicBool>,
+    /// The number of the last signal received, 0 before any.
+    which: Arc<AtomicUsize>,
+}
+
+static FLAGS: OnceLock<Flags> = OnceLock::new();
+
+/// Installs the handlers of SIGINT and SIGTERM, once per process.
+///
+/// # Errors
+/// When the operating system refuses a handler.
+pub(crate) fn watch() -> Result<()> {
+    if FLAGS.get().is_some() {
+        return Ok(());
+    }
+    let flags = install().map_err(|e| {
+        Error::backend(format!(
+            "cannot install the handlers of SIGINT and SIGTERM: {e}"
+        ))
+    })?;
+    // Another thread may have installed them meanwhile: its flags are set as well as ours.
+    let _ = FLAGS.set(flags);
+    Ok(())
+}
+
+#[cfg(unix)]
+fn install() -> std::io::Result<Flags> {
+    use signal_hook::consts::{SIGINT, SIGTERM};
+    use signal_hook::flag;
+
+    let flags = Flags {
+        any: Arc::new(AtomicBool::new(false)),
+        which: Arc::new(AtomicUsize::new(0)),
+    };
+    for (signal, code) in [(SIGINT, 130), (SIGTERM, 143)] {
+        // Registered first, so it sees the flag as the previous signal left it.
+        flag::register_conditional_shutdown(signal, code, Arc::clone(&flags.any))?;
+        flag::register_usize(signal, Arc::clone(&flags.which), signal as usize)?;
+        flag::register(signal, Arc::clone(&flags.any))?;
+    }
+    Ok(flags)
+}
+
+#[cfg(not(unix))]
+fn install() -> std::io::Result<Flags> {
+    Ok(Flags {
+        any: Arc::new(AtomicBool::new(false)),
+        which: Arc::new(AtomicUsize::new(0)),
+    })
+}
+
+/// The signal received, if any: the run should stop.
+pub(crate) fn received() -> Option<Signal> {
+    let flags = FLAGS.get()?;
+    if !flags.any.load(Ordering::Relaxed) {
+        return None;
+    }
+    Signal::from_number(flags.which.load(Ordering::Relaxed))
+}
+
+/// Fails with [`ErrorKind::Interrupted`](crate::ErrorKind::Interrupted) once a signal came.
+pub(crate) fn check() -> Result<()> {
+    match received() {
+        Some(signal) => Err(Error::interrupted(signal)),
+        None => Ok(()),
+    }
+}
