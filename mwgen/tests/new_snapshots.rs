@@ -160,6 +160,15 @@ fn as_in_the_example(template: &str, project: &str, name: &str, bytes: &[u8]) ->
         return false;
     };
     let crate_name = project.replace('-', "_");
+    // The comparison cannot tell the crate's name from the package's: a dashed name where a
+    // path needs the crate's fails here instead (in code, doctests and comments alike).
+    if project != crate_name && name.ends_with(".rs") {
+        let text = String::from_utf8_lossy(bytes);
+        assert!(
+            !text.contains(&format!("{project}::")),
+            "`{name}` names crate `{project}` in a path: the crate is `{crate_name}`"
+        );
+    }
     let normal = |bytes: &[u8]| {
         [project, crate_name.as_str(), template]
             .iter()
