@@ -538,7 +538,9 @@ fn cargo_home() -> Option<PathBuf> {
     if let Some(home) = std::env::var_os("CARGO_HOME").filter(|h| !h.is_empty()) {
         return Some(PathBuf::from(home));
     }
-    std::env::home_dir().map(|home| home.join(".cargo"))
+    // Not `std::env::home_dir`: deprecated in releases this crate still supports.
+    let home = std::env::var_os("HOME").or_else(|| std::env::var_os("USERPROFILE"))?;
+    Some(PathBuf::from(home).join(".cargo"))
 }
 
 /// Whether a registry of cargo's cache holds `NAME-VERSION.*.crate` (`0.1` matches `0.1.3`).
