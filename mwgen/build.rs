@@ -1,7 +1,7 @@
 //! Embeds the project templates of `mwgen new` in the binary, so that an installed `mwgen` works
 //! away from this repository.
 //!
-//! Every file under the workspace's `templates/` folder is listed in `$OUT_DIR/templates.rs` as
+//! Every file under the crate's `templates/` folder is listed in `$OUT_DIR/templates.rs` as
 //! `(path relative to templates/, include_bytes!(...))`. A build script rather than a crate such
 //! as `include_dir`: cargo is told to watch the folder (`rerun-if-changed` on a directory scans
 //! all of it), so editing a template rebuilds `mwgen`, which a proc macro cannot ask for on
@@ -13,7 +13,7 @@ use std::{env, fs, io};
 
 fn main() -> io::Result<()> {
     let manifest_dir = PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").unwrap_or_default());
-    let templates = manifest_dir.join("..").join("templates");
+    let templates = manifest_dir.join("templates");
     println!("cargo::rerun-if-changed={}", templates.display());
 
     let mut files = Vec::new();

@@ -107,10 +107,20 @@ pub struct NewArgs {
     #[arg(long, help_heading = "Project")]
     pub force: bool,
 
-    /// The `mw-runtime` folder the project depends on [default: the runtime this mwgen was
-    /// built from]
+    /// The `mw-runtime` folder of an mwgen checkout, for the project to depend on by path
+    /// [default: the published runtime of this mwgen's version, when cargo's cache holds it]
     #[arg(long, value_name = "DIR", help_heading = "Project")]
     pub runtime_path: Option<PathBuf>,
+
+    /// Depend on this published version of `mw-runtime` (e.g. `0.1`) even when cargo's cache
+    /// does not hold it yet (the first build then downloads it)
+    #[arg(
+        long,
+        value_name = "VERSION",
+        conflicts_with = "runtime_path",
+        help_heading = "Project"
+    )]
+    pub runtime_version: Option<String>,
 
     /// Make the project a member of the enclosing workspace: its version, edition, lints and
     /// dependency versions come from the workspace's `[workspace.package]`, `[workspace.lints]`
@@ -211,17 +221,28 @@ pub fn create(args: &NewArgs) -> Result<Created, CliError> {
              other file alone), or choose another folder with `--path`",
         ));
     }
-    let runtime = find_runtime(args.runtime_path.as_deref())?;
-    let project = resolve(&target).map_err(|e| {
-        CliError::failure(
-            format!("cannot resolve the path `{}`: {e}", target.display()),
-            None,
-        )
-    })?;
-    let dependency = dependency_path(&runtime, &project);
+    let dependency = match (&args.runtime_path, &args.runtime_version) {
+        (Some(dir), _) => {
+            let runtime = find_runtime(dir)?;
+            let project = resolve(&target).map_err(|e| {
+                CliError::failure(
+                    format!("cannot resolve the path `{}`: {e}", target.display()),
+                    None,
+                )
+            })?;
+            Runtime::Path(dependency_path(&runtime, &project))
+        }
+        (None, Some(version)) => Runtime::Version(check_version(version)?),
+        (None, None) => published_runtime()?,
+    };
 
     let context = context(args, &template, messages.as_ref(), &dependency);
-    let files = template.render(&context)?;
+    let mut files = template.render(&context)?;
+    // A workspace member builds with its workspace's lock file.
+    if !args.workspace_member {
+        files.push(template::lock_file());
+        files.sort();
+    }
     let (written, replaced) = write(&target, &files).map_err(|e| {
         CliError::failure(
             format!(
@@ -416,12 +437,17 @@ fn type_names(name: &str, taken: &BTreeSet<&str>) -> (String, String) {
     (format!("{camel}Main"), format!("{camel}Helper"))
 }
 
+/// Where the project's `mw` dependency comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Runtime {
+    /// A checkout's `mw-runtime` folder, as `Cargo.toml` names it.
+    Path(String),
+    /// A published version requirement, such as `0.1`.
+    Version(String),
+}
+
 /// The canonical path of the runtime crate, checked to be `mw-runtime`.
-fn find_runtime(given: Option<&Path>) -> Result<PathBuf, CliError> {
-    let default = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("..")
-        .join("mw-runtime");
-    let dir = given.unwrap_or(&default);
+fn find_runtime(dir: &Path) -> Result<PathBuf, CliError> {
     let manifest = dir.join("Cargo.toml");
     let name = std::fs::read_to_string(&manifest)
         .ok()
@@ -436,20 +462,103 @@ fn find_runtime(given: Option<&Path>) -> Result<PathBuf, CliError> {
     let found = name.as_deref() == Some("mw-runtime");
     let canonical = dir.canonicalize().ok().filter(|_| found);
     canonical.ok_or_else(|| {
-        let help = if given.is_some() {
-            "`--runtime-path` names the `mw-runtime` folder of an mwgen checkout".to_owned()
-        } else {
-            "this mwgen was built from a checkout that is no longer there: pass \
-             `--runtime-path DIR` with the `mw-runtime` folder of an mwgen checkout"
-                .to_owned()
-        };
         CliError::usage(
             format!(
                 "cannot find the runtime (`mw-runtime`) at `{}`",
                 dir.display()
             ),
-            help,
+            "`--runtime-path` names the `mw-runtime` folder of an mwgen checkout",
         )
+    })
+}
+
+/// The runtime released with this mwgen: the same major and minor version (`0.1` for 0.1.3).
+fn own_version() -> String {
+    let version = env!("CARGO_PKG_VERSION");
+    version.split('.').take(2).collect::<Vec<_>>().join(".")
+}
+
+/// A `--runtime-version` cargo can read: numbers separated by dots, at most three.
+fn check_version(version: &str) -> Result<String, CliError> {
+    let parts: Vec<&str> = version.split('.').collect();
+    let numbers = parts
+        .iter()
+        .all(|p| !p.is_empty() && p.chars().all(|c| c.is_ascii_digit()));
+    if numbers && parts.len() <= 3 {
+        return Ok(version.to_owned());
+    }
+    Err(CliError::usage(
+        format!("invalid runtime version `{version}`"),
+        format!(
+            "give a version of `mw-runtime` as cargo writes it, e.g. `--runtime-version {}`",
+            own_version()
+        ),
+    ))
+}
+
+/// The published runtime of this mwgen's version, when cargo's cache holds it: a project that
+/// depends on it then builds offline (with the lock file the template ships).
+fn published_runtime() -> Result<Runtime, CliError> {
+    let version = own_version();
+    let cache = cargo_home().map(|home| home.join("registry").join("cache"));
+    let cached = cache
+        .as_deref()
+        .is_some_and(|cache| in_cache(cache, "mw-runtime", &version));
+    if cached {
+        return Ok(Runtime::Version(version));
+    }
+    // A `cargo install --path` build knows its checkout: suggest it while it is there.
+    let checkout = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("..")
+        .join("mw-runtime");
+    let path = match find_runtime(&checkout) {
+        Ok(dir) => format!("`--runtime-path {}`", dir.display()),
+        Err(_) => {
+            "`--runtime-path DIR` with the `mw-runtime` folder of an mwgen checkout".to_owned()
+        }
+    };
+    let place = cache.map_or_else(
+        || "cargo's cache".to_owned(),
+        |c| format!("cargo's cache (`{}`)", c.display()),
+    );
+    Err(CliError::usage(
+        format!(
+            "the published runtime `mw-runtime {version}` is not in {place}, so the project \
+             could not build offline"
+        ),
+        format!(
+            "pass {path}, or `--runtime-version {version}` to depend on the published version \
+             anyway (its first build downloads it)"
+        ),
+    ))
+}
+
+/// Cargo's home: `$CARGO_HOME`, else `~/.cargo`.
+fn cargo_home() -> Option<PathBuf> {
+    if let Some(home) = std::env::var_os("CARGO_HOME").filter(|h| !h.is_empty()) {
+        return Some(PathBuf::from(home));
+    }
+    // Not `std::env::home_dir`: deprecated in releases this crate still supports.
+    let home = std::env::var_os("HOME").or_else(|| std::env::var_os("USERPROFILE"))?;
+    Some(PathBuf::from(home).join(".cargo"))
+}
+
+/// Whether a registry of cargo's cache holds `NAME-VERSION.*.crate` (`0.1` matches `0.1.3`).
+fn in_cache(cache: &Path, name: &str, version: &str) -> bool {
+    let prefix = format!("{name}-{version}");
+    let Ok(registries) = std::fs::read_dir(cache) else {
+        return false;
+    };
+    registries.flatten().any(|registry| {
+        std::fs::read_dir(registry.path()).is_ok_and(|files| {
+            files.flatten().any(|file| {
+                let file = file.file_name();
+                let file = file.to_string_lossy();
+                file.strip_prefix(&prefix)
+                    .and_then(|rest| rest.strip_suffix(".crate"))
+                    .is_some_and(|rest| rest.is_empty() || rest.starts_with('.'))
+            })
+        })
     })
 }
 
@@ -528,7 +637,7 @@ fn context(
     args: &NewArgs,
     template: &Template,
     messages: Option<&(Messages, bool)>,
-    runtime: &str,
+    runtime: &Runtime,
 ) -> tera::Context {
     let mut context = tera::Context::new();
     let user_types: BTreeSet<&str> = messages
@@ -542,7 +651,12 @@ fn context(
     context.insert("template", template.name);
     context.insert("description", &template.manifest.description);
     context.insert("mwgen_version", env!("CARGO_PKG_VERSION"));
-    context.insert("runtime_path", runtime);
+    let (path, version) = match runtime {
+        Runtime::Path(path) => (path.as_str(), ""),
+        Runtime::Version(version) => ("", version.as_str()),
+    };
+    context.insert("runtime_path", path);
+    context.insert("runtime_version", version);
 
     context.insert("workspace_member", &args.workspace_member);
     // What cargo needs to pick the project's package from the workspace's root.
@@ -557,7 +671,10 @@ fn context(
         Answer::text("name", &args.name),
         Answer::text("template", template.name),
         Answer::text("mwgen", env!("CARGO_PKG_VERSION")),
-        Answer::text("runtime", runtime),
+        match runtime {
+            Runtime::Path(path) => Answer::text("runtime", path),
+            Runtime::Version(version) => Answer::text("runtime_version", version),
+        },
     ];
     if args.workspace_member {
         answers.push(Answer {
@@ -801,6 +918,7 @@ mod tests {
             path: None,
             force: false,
             runtime_path: None,
+            runtime_version: None,
             workspace_member: false,
         }
     }

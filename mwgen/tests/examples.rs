@@ -1,5 +1,5 @@
 //! The examples are their templates, rendered: `examples/<name>/` holds exactly what
-//! `mwgen new` makes from `templates/<name>/` with the answers recorded in the example's
+//! `mwgen new` makes from `mwgen/templates/<name>/` with the answers recorded in the example's
 //! `Mw.toml` (`[project]`), byte for byte.
 //!
 //! The templates are the source. After changing one, rewrite its example with
@@ -192,11 +192,14 @@ fn check(example: &str) {
     let folder = repository().join("examples").join(example);
     let bless = std::env::var_os("MWGEN_BLESS").is_some();
     let source = |name: &str| {
-        let plain = repository().join("templates").join(example).join(name);
+        let plain = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("templates")
+            .join(example)
+            .join(name);
         if plain.is_file() {
-            format!("templates/{example}/{name}")
+            format!("mwgen/templates/{example}/{name}")
         } else {
-            format!("templates/{example}/{name}.tera (and the pieces it includes)")
+            format!("mwgen/templates/{example}/{name}.tera (and the pieces it includes)")
         }
     };
     let mut problems = Vec::new();
@@ -234,13 +237,13 @@ fn check(example: &str) {
     for name in found.keys().filter(|name| !made.contains_key(*name)) {
         problems.push(format!(
             "`examples/{example}/{name}` is not made by template `{example}`: add it to \
-             templates/{example}/ (as `{name}`, or `{name}.tera` to render it), or remove it"
+             mwgen/templates/{example}/ (as `{name}`, or `{name}.tera` to render it), or remove it"
         ));
     }
     assert!(
         problems.is_empty(),
         "examples/{example} has drifted from its template:\n\n{}\n\nThe template is the \
-         source: make the change in templates/{example}/, then \
+         source: make the change in mwgen/templates/{example}/, then \
          `MWGEN_BLESS=1 cargo test -p mwgen --test examples` rewrites examples/{example}/ from \
          it (review the diff).",
         problems.join("\n\n")
@@ -278,12 +281,12 @@ fn each_example_has_a_template() {
     );
     for example in EXAMPLES {
         assert!(
-            repository()
+            Path::new(env!("CARGO_MANIFEST_DIR"))
                 .join("templates")
                 .join(example)
                 .join("template.toml")
                 .is_file(),
-            "templates/{example}/template.toml is missing"
+            "mwgen/templates/{example}/template.toml is missing"
         );
     }
 }

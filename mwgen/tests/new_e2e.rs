@@ -1,9 +1,10 @@
 //! End to end: projects made by `mwgen new` build with cargo and run to a checked finish.
 //!
 //! The projects are made in a temporary folder outside the repository (so they depend on the
-//! runtime by absolute path, as for a user) and built into this workspace's target folder with
-//! this workspace's `Cargo.lock`, so that the runtime and its dependencies compiled for the
-//! tests are reused rather than built again.
+//! runtime by absolute path, as for a user) and built offline with the lock file `mwgen new`
+//! ships, into this workspace's target folder, so that the runtime and its dependencies
+//! compiled for the tests are reused rather than built again (the lock file holds the
+//! workspace's versions).
 
 #![allow(clippy::unwrap_used)] // helpers of tests: a failure is a test failure
 
@@ -33,33 +34,32 @@ fn build(dir: &Path, name: &str, args: &[&str]) -> (PathBuf, String) {
 }
 
 fn build_with(dir: &Path, name: &str, args: &[&str], cargo_args: &[&str]) -> (PathBuf, String) {
+    let runtime = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../mw-runtime")
+        .canonicalize()
+        .unwrap();
     cargo_bin_cmd!("mwgen")
         .current_dir(dir)
         .args(["new", name])
         .args(args)
+        .arg("--runtime-path")
+        .arg(&runtime)
         .assert()
         .success();
     let project = dir.join(name);
     let manifest = fs::read_to_string(project.join("Cargo.toml")).unwrap();
     assert!(
-        manifest.contains(&format!(
-            "path = \"{}\"",
-            Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join("../mw-runtime")
-                .canonicalize()
-                .unwrap()
-                .display()
-        )),
+        manifest.contains(&format!("path = \"{}\"", runtime.display())),
         "{manifest}"
     );
-    let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    fs::copy(workspace.join("Cargo.lock"), project.join("Cargo.lock")).unwrap();
 
+    // Offline, with the lock file the project was made with: what a user without network
+    // access gets once cargo's cache holds the runtime's dependencies.
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let target = target_dir();
     let output = Command::new(cargo)
         .current_dir(&project)
-        .args(["build", "--quiet"])
+        .args(["build", "--quiet", "--offline"])
         .args(cargo_args)
         .env("CARGO_TARGET_DIR", &target)
         .env_remove("CARGO_MANIFEST_DIR")

@@ -6,7 +6,10 @@
 //! so the generated dependency path is `../mw-runtime` whatever the machine.
 //!
 //! Files the template copies as they are (no `.tera` suffix) are compared with the template's
-//! own file rather than kept in `out/` again: `out/` holds what rendering made.
+//! own file (and `Cargo.lock` with the one every project of its own gets) rather than kept in
+//! `out/` again; so are the files of an example template that are the example's file but for
+//! the project's name (the examples are their templates rendered, see `tests/examples.rs`).
+//! `out/` holds what rendering made and nothing else covers.
 //!
 //! After a deliberate change to the templates, rewrite the expected trees with
 //! `MWGEN_BLESS=1 cargo test -p mwgen --test new_snapshots` and review the diff.
@@ -82,16 +85,20 @@ fn check(case: &str, template: &str, args: &[&str], project: &str) {
         .assert()
         .success();
     let all = tree(&dir.path().join(project));
-    let templates = Path::new(env!("CARGO_MANIFEST_DIR")).join("../templates");
+    let templates = Path::new(env!("CARGO_MANIFEST_DIR")).join("templates");
     let mut made = BTreeMap::new();
     for (name, bytes) in &all {
-        let copied = templates.join(template).join(name);
+        let copied = if name == "Cargo.lock" {
+            templates.join("_shared/Cargo.lock")
+        } else {
+            templates.join(template).join(name)
+        };
         if copied.is_file() {
             assert!(
                 fs::read(&copied).unwrap() == *bytes,
                 "case `{case}`: `{name}` is not a copy of templates/{template}/{name}"
             );
-        } else {
+        } else if !as_in_the_example(template, args[0], name, bytes) {
             made.insert(name.clone(), bytes.clone());
         }
     }
@@ -140,6 +147,36 @@ fn check(case: &str, template: &str, args: &[&str], project: &str) {
         "../".repeat(Path::new(project).components().count())
     );
     well_formed(&dir.path().join(project), &all, &runtime);
+}
+
+/// Whether `name`, as made for project `project`, is the file of the example that `template`
+/// renders (`examples/<template>/`, which `tests/examples.rs` keeps equal to its template) but
+/// for the project's name: such files are not kept in `out/` again.
+fn as_in_the_example(template: &str, project: &str, name: &str, bytes: &[u8]) -> bool {
+    let example = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../examples")
+        .join(template);
+    let Ok(expected) = fs::read(example.join(name)) else {
+        return false;
+    };
+    let crate_name = project.replace('-', "_");
+    // The comparison cannot tell the crate's name from the package's: a dashed name where a
+    // path needs the crate's fails here instead (in code, doctests and comments alike).
+    if project != crate_name && name.ends_with(".rs") {
+        let text = String::from_utf8_lossy(bytes);
+        assert!(
+            !text.contains(&format!("{project}::")),
+            "`{name}` names crate `{project}` in a path: the crate is `{crate_name}`"
+        );
+    }
+    let normal = |bytes: &[u8]| {
+        [project, crate_name.as_str(), template]
+            .iter()
+            .fold(String::from_utf8_lossy(bytes).into_owned(), |text, name| {
+                text.replace(name, "NAME")
+            })
+    };
+    normal(bytes) == normal(&expected)
 }
 
 /// What every generated project satisfies: the runtime accepts its `Mw.toml`, the Rust files
@@ -366,7 +403,7 @@ fn force_replaces_only_the_template_files() {
 
     let forced = new(true).success();
     let stdout = String::from_utf8_lossy(&forced.get_output().stdout).into_owned();
-    assert!(stdout.contains("Replaced 8 existing files"), "{stdout}");
+    assert!(stdout.contains("Replaced 9 existing files"), "{stdout}");
     assert_eq!(
         fs::read_to_string(project.join("src/worker.rs")).unwrap(),
         original

@@ -1,4 +1,4 @@
-//! The templates of `mwgen new`, embedded in the binary from the workspace's `templates/` folder
+//! The templates of `mwgen new`, embedded in the binary from the crate's `templates/` folder
 //! (see `build.rs`), and their rendering with tera.
 //!
 //! A template is a folder of `templates/` that holds a `template.toml` manifest. Its `*.tera`
@@ -185,6 +185,25 @@ impl Template {
             source = error.source();
         }
         CliError::failure(message, None)
+    }
+}
+
+/// Where the lock file of a project of its own is kept, relative to `templates/`.
+const LOCK: &str = "_shared/Cargo.lock";
+
+/// The `Cargo.lock` of a project of its own: the versions of the runtime's dependencies (and
+/// the examples') in the mwgen workspace, so that the project builds offline once cargo's cache
+/// holds them. Cargo adds the project and the runtime at the first build.
+pub(crate) fn lock_file() -> File {
+    let bytes = embedded::FILES
+        .iter()
+        .find(|(path, _)| *path == LOCK)
+        .map(|(_, bytes)| bytes.to_vec())
+        .unwrap_or_default();
+    File {
+        path: "Cargo.lock".to_owned(),
+        bytes,
+        executable: false,
     }
 }
 
