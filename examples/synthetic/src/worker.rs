@@ -17,7 +17,9 @@ pub struct SyntheticWorker {
     /// Checksum of the shared data, computed once per iteration: `(iteration, checksum)`.
     shared: Option<(u64, u64)>,
     /// Slept past the last deadline; taken off the next sleep, so that sleep overshoot (tens of
-    /// microseconds) does not pile up over many short tasks.
+    /// microseconds) does not pile up over many short tasks. At most [`CATCH_UP`]: a longer
+    /// overshoot is a busy machine, which a real task would lose too; paying it back would make
+    /// the next tasks take almost nothing and mislead the tuner's view of the task times.
     ahead: Duration,
     /// This worker's number, and the faults to inject (`--inject`).
     index: usize,
@@ -57,9 +59,13 @@ impl SyntheticWorker {
         }
         let sleep = wanted - self.ahead;
         std::thread::sleep(sleep);
-        self.ahead = now.elapsed().saturating_sub(sleep);
+        self.ahead = now.elapsed().saturating_sub(sleep).min(CATCH_UP);
     }
 }
+
+/// The most sleep overshoot taken off later tasks: a quiet machine's timer overshoots by tens of
+/// microseconds.
+const CATCH_UP: Duration = Duration::from_micros(200);
 
 #[mw::worker]
 impl SyntheticWorker {
