@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::unbounded;
 use mw_runtime::prelude::*;
-use mw_runtime::{PolicyName, RunConfig};
+use mw_runtime::{PolicyName, RunConfig, TuneMode, TuningConfig};
 
 const TASKS: usize = 20_000;
 const ROUNDS: usize = 9;
@@ -78,6 +78,11 @@ fn engine(protocol: Protocol, prefetch: Option<usize>) -> f64 {
         prefetch,
         backend: BackendChoice::Local,
         quiet: true,
+        // The tuner would change the chunk size within the iteration.
+        tuning: TuningConfig {
+            mode: TuneMode::Off,
+            ..TuningConfig::default()
+        },
         ..RunConfig::default()
     };
     let report = mw_runtime::run_config(&config, || Empty, || Incr).expect("run");

@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 use mw_runtime::mpi::point_to_point::{Destination, Source};
 use mw_runtime::mpi::topology::{Communicator, SimpleCommunicator};
 use mw_runtime::prelude::*;
-use mw_runtime::{PolicyName, RunConfig};
+use mw_runtime::{PolicyName, RunConfig, TuningConfig};
 
 const STOP: i32 = 0;
 const WORK: i32 = 1;
@@ -118,11 +118,14 @@ fn runtime(tasks: &[u64], prefetch: usize) -> Duration {
         prefetch: Some(prefetch),
         backend: BackendChoice::Mpi,
         quiet: true,
+        // Like for like: the tuner would grow the chunks within the iteration.
+        tuning: TuningConfig::off(),
         ..RunConfig::default()
     };
     let report = mw_runtime::run_config(&config, || Feeder(tasks.to_vec()), || Spinner)
         .expect("runtime run");
     report.metrics().map_or(Duration::ZERO, |m| {
+        assert_eq!(m.iterations[0].chunks, tasks.len(), "one task per chunk");
         Duration::from_secs_f64(m.iterations[0].time_ms / 1e3)
     })
 }

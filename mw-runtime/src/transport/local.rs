@@ -2,16 +2,20 @@
 //! optionally through an emulated network ([`super::wire`]): each message then carries the time
 //! it is due, and its receiver sleeps until then.
 //!
-//! `sync` uses rendezvous channels, so a send returns only once the receiver has taken the
-//! message (like `MPI_Ssend`); `async` uses unbounded channels, so sends return at once and
-//! overlap (like `MPI_Isend`). A receiver looks at its channel for up to 50 µs, yielding the
-//! core, before it blocks: with short tasks, waking a blocked thread cost more than the task,
-//! and made runs of empty tasks vary fourfold from one to the next.
+//! Messages go through unbounded channels. Under `async` a send returns at once, so sends
+//! overlap (like `MPI_Isend`); under `sync` it returns once the receiver has taken the message
+//! (like `MPI_Ssend`), which the receiver acknowledges on a channel of its own ([`Handshake`]).
+//! A receiver looks at its channel for up to 50 µs, yielding the core, before it blocks: with
+//! short tasks, waking a blocked thread cost more than the task, and made runs of empty tasks
+//! vary fourfold from one to the next. Rendezvous channels (capacity 0) would have made every
+//! synchronous send block until its receiver came and woke it: a wake-up per message, which
+//! held `sync` to about 16 k chunks/s on empty tasks; a sender waits for its acknowledgement
+//! the way a receiver waits for a message.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, TryRecvError, bounded, unbounded};
+use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, TryRecvError, unbounded};
 
 use super::wire::{Sleeper, Wire};
 use super::{FromWorker, MasterLink, ToWorker, WorkerLink};
@@ -27,6 +31,51 @@ const LOOK_AGAIN: Duration = Duration::from_micros(50);
 /// A message and, on an emulated network, when it arrives.
 type Timed<M> = (Option<Instant>, M);
 
+/// Under `sync`, one side of the acknowledgements between the master and a worker: every
+/// message taken is acknowledged to its sender, whose send completes with the acknowledgement.
+#[derive(Debug)]
+struct Handshake {
+    /// Acknowledgements of the messages this side sent.
+    taken: Receiver<()>,
+    /// Where this side acknowledges the messages it takes.
+    take: Sender<()>,
+    /// Messages sent and not yet acknowledged (a `Stop` not taken in time stays owed).
+    owed: usize,
+}
+
+impl Handshake {
+    /// Both sides of one master–worker pair: the master's, the worker's.
+    fn pair() -> (Handshake, Handshake) {
+        let (to_master, master_taken) = unbounded();
+        let (to_worker, worker_taken) = unbounded();
+        let side = |taken, take| Handshake {
+            taken,
+            take,
+            owed: 0,
+        };
+        (side(master_taken, to_worker), side(worker_taken, to_master))
+    }
+
+    /// Waits until every message sent is taken, or until `deadline`; `false` on the deadline.
+    /// A peer gone takes nothing more: its messages count as taken.
+    fn settle(&mut self, deadline: Option<Instant>) -> bool {
+        self.owed += 1;
+        while self.owed > 0 {
+            match receive_until(&self.taken, deadline) {
+                Ok(()) => self.owed -= 1,
+                Err(RecvTimeoutError::Timeout) => return false,
+                Err(RecvTimeoutError::Disconnected) => self.owed = 0,
+            }
+        }
+        true
+    }
+
+    /// Tells the sender its message was taken (a sender gone needs no answer).
+    fn acknowledge(&self) {
+        let _ = self.take.send(());
+    }
+}
+
 /// The emulated network: the master's link out and its link back.
 #[derive(Debug)]
 struct Network {
@@ -40,7 +89,8 @@ pub(crate) struct LocalMaster<T, S, R> {
     to_workers: Vec<Sender<Timed<ToWorker<T, S>>>>,
     from_workers: Receiver<Timed<(usize, FromWorker<T, R>)>>,
     network: Option<Arc<Network>>,
-    sync: bool,
+    /// By worker, under `sync`.
+    handshakes: Option<Vec<Handshake>>,
     sleeper: Sleeper,
     /// Workers the master gave up on: nothing is sent to them, what they send is dropped.
     forsaken: Vec<bool>,
@@ -54,7 +104,8 @@ pub(crate) struct LocalWorker<T, S, R> {
     inbox: Receiver<Timed<ToWorker<T, S>>>,
     to_master: Sender<Timed<(usize, FromWorker<T, R>)>>,
     network: Option<Arc<Network>>,
-    sync: bool,
+    /// Under `sync`.
+    handshake: Option<Handshake>,
     sleeper: Sleeper,
     finished: bool,
 }
@@ -62,22 +113,19 @@ pub(crate) struct LocalWorker<T, S, R> {
 impl<T, S, R> Drop for LocalWorker<T, S, R> {
     fn drop(&mut self) {
         if !self.finished {
-            // Closing the inbox first lets a master blocked on a synchronous send to this
-            // worker go on (and learn it is gone) instead of waiting for it forever.
+            // Dropping the acknowledgements first lets a master waiting on a synchronous send
+            // to this worker go on (and learn it is gone) instead of waiting for it forever.
+            self.handshake = None;
             self.inbox = crossbeam_channel::never();
             let why = "its thread ended without finishing".to_owned();
             let lost = (None, (self.index, FromWorker::Lost { why }));
-            let _ = self.to_master.send_timeout(lost, LOST_PATIENCE);
+            let _ = self.to_master.send(lost);
         }
     }
 }
 
 /// How long a synchronous `Stop` waits for its worker to take it.
 const STOP_HANDOVER: Duration = Duration::from_millis(100);
-
-/// How long a worker whose thread ends waits for the master to take the news: the master
-/// looks at its channel every few tens of milliseconds while it runs.
-const LOST_PATIENCE: Duration = Duration::from_secs(5);
 
 /// Both ends of a local pool.
 pub(crate) type Pool<T, S, R> = (LocalMaster<T, S, R>, Vec<LocalWorker<T, S, R>>);
@@ -95,22 +143,22 @@ pub(crate) fn connect<T, S, R>(
         })
     });
     let sync = protocol == Protocol::Sync;
-    fn channel<M>(protocol: Protocol) -> (Sender<M>, Receiver<M>) {
-        match protocol {
-            Protocol::Sync => bounded(0),
-            Protocol::Async => unbounded(),
-        }
-    }
-    let (to_master, from_workers) = channel(protocol);
+    let (to_master, from_workers) = unbounded();
+    let mut handshakes = Vec::new();
     let (to_workers, workers) = (0..pool)
         .map(|index| {
-            let (tx, inbox) = channel(protocol);
+            let (tx, inbox) = unbounded();
+            let handshake = sync.then(|| {
+                let (master_side, worker_side) = Handshake::pair();
+                handshakes.push(master_side);
+                worker_side
+            });
             let worker = LocalWorker {
                 index,
                 inbox,
                 to_master: to_master.clone(),
                 network: network.clone(),
-                sync,
+                handshake,
                 sleeper: Sleeper::default(),
                 finished: false,
             };
@@ -122,7 +170,7 @@ pub(crate) fn connect<T, S, R>(
             to_workers,
             from_workers,
             network,
-            sync,
+            handshakes: sync.then_some(handshakes),
             sleeper: Sleeper::default(),
             forsaken: vec![false; pool],
         },
@@ -158,19 +206,21 @@ impl<T: Message, S: Message, R: Message> MasterLink<T, S, R> for LocalMaster<T, 
             .as_ref()
             .map(|n| n.out.due(to_worker_len(&message), crate::clock::now()));
         let stop = matches!(message, ToWorker::Stop);
-        let sent = if stop && self.sync {
-            // A worker busy with a chunk (or hung in one) takes no `Stop` until it is done: the
-            // master then waits for its `Finished`, bounded, rather than in this send.
-            inbox.send_timeout((due, message), STOP_HANDOVER).is_ok()
-        } else {
-            inbox.send((due, message)).is_ok()
-        };
-        if !sent {
+        if inbox.send((due, message)).is_err() {
             // Its thread ended: it says so itself (`FromWorker::Lost`), and the message is
             // dropped as a dead process's would be.
             return Ok(());
         }
-        if let (true, Some(due)) = (self.sync, due) {
+        let Some(handshake) = self.handshakes.as_mut().and_then(|h| h.get_mut(worker)) else {
+            return Ok(());
+        };
+        // A worker busy with a chunk (or hung in one) takes no `Stop` until it is done: the
+        // master then waits for its `Finished`, bounded, rather than in this send.
+        let deadline = stop.then(|| crate::clock::now() + STOP_HANDOVER);
+        if !handshake.settle(deadline) {
+            return Ok(());
+        }
+        if let Some(due) = due {
             // A synchronous send completes once the message is delivered.
             self.sleeper.until(due);
         }
@@ -225,6 +275,9 @@ impl<T, S, R> LocalMaster<T, S, R> {
         due: Option<Instant>,
         message: (usize, FromWorker<T, R>),
     ) -> Option<(usize, FromWorker<T, R>)> {
+        if let Some(handshake) = self.handshakes.as_ref().and_then(|h| h.get(message.0)) {
+            handshake.acknowledge();
+        }
         if self.forsaken.get(message.0) == Some(&true) {
             return None;
         }
@@ -238,6 +291,9 @@ impl<T, S, R> LocalMaster<T, S, R> {
 impl<T: Message, S: Message, R: Message> WorkerLink<T, S, R> for LocalWorker<T, S, R> {
     fn recv(&mut self) -> Option<ToWorker<T, S>> {
         let (due, message) = receive(&self.inbox)?;
+        if let Some(handshake) = &self.handshake {
+            handshake.acknowledge();
+        }
         if let Some(due) = due {
             self.sleeper.until(due);
         }
@@ -251,8 +307,11 @@ impl<T: Message, S: Message, R: Message> WorkerLink<T, S, R> for LocalWorker<T, 
             .as_ref()
             .map(|n| n.back.due(from_worker_len(&message), crate::clock::now()));
         let sent = self.to_master.send((due, (self.index, message))).is_ok();
-        if let (true, Some(due)) = (self.sync, due) {
-            self.sleeper.until(due);
+        if let (true, Some(handshake)) = (sent, &mut self.handshake) {
+            handshake.settle(None);
+            if let Some(due) = due {
+                self.sleeper.until(due);
+            }
         }
         sent
     }

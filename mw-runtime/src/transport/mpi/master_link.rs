@@ -135,7 +135,13 @@ impl<T, S, R> MpiMaster<T, S, R> {
     /// asked to end another may be busy with a chunk.
     fn post(&mut self, rank: Rank, tag: Tag, bytes: Outgoing) {
         let synchronous = self.protocol == Protocol::Sync && tag != STOP && tag != KILL;
-        let header = self.spare.pop().unwrap_or_default();
+        // Only a long message has a header: taking a spare buffer for a short one would free
+        // it, and the next chunk would allocate afresh.
+        let header = if bytes.bytes().len() > INLINE {
+            self.spare.pop().unwrap_or_default()
+        } else {
+            Vec::new()
+        };
         let comms = &self.end.comms;
         post_message(
             comms,

@@ -43,6 +43,10 @@ pub(super) struct MpiWorker<T, R> {
     pub(super) leave_unfinalized: bool,
     /// The buffer answers are encoded into, kept across messages (unless large).
     outbox: Vec<u8>,
+    /// Sends in progress: under `async` an answer travels while the worker goes on with its
+    /// next chunk (a large answer would otherwise hold the worker until the master took it,
+    /// undoing the chunk prefetched to it).
+    in_flight: Vec<Posted>,
     _messages: PhantomData<fn(T) -> R>,
 }
 
@@ -55,34 +59,39 @@ impl<T, R> MpiWorker<T, R> {
             broken: false,
             leave_unfinalized: false,
             outbox: Vec::new(),
+            in_flight: Vec::new(),
             _messages: PhantomData,
         }
     }
 
-    /// Encodes `message` and sends it to the master by the protocol, waiting until the send is
-    /// complete; `Finished` synchronously, for at most [`LAST_WAIT`], so that a rank that leaves
-    /// without `MPI_Finalize` (after a loss) leaves no message behind. `false` when the master
-    /// is gone: its process ended, so the send would never complete.
+    /// Encodes `message` and sends it to the master by the protocol: under `sync`, waiting
+    /// until the master has it; under `async`, returning once it is posted. `Finished` goes
+    /// synchronously, after every send before it, for at most [`LAST_WAIT`], so that a rank
+    /// that leaves without `MPI_Finalize` (after a loss) leaves no message behind. `false` when
+    /// the master is gone: its process ended, so the sends would never complete.
     fn send_encoded(&mut self, tag: Tag, message: &impl Message) -> bool {
-        self.outbox.clear();
-        message.encode(&mut self.outbox);
+        self.reap();
+        let mut bytes = std::mem::take(&mut self.outbox);
+        bytes.clear();
+        message.encode(&mut bytes);
         let synchronous = self.protocol == Protocol::Sync || tag == FINISHED;
-        let bytes = Outgoing::Own(std::mem::take(&mut self.outbox));
-        let mut sends = Vec::new();
         post_message(
             &self.end.comms,
             0,
             tag,
-            bytes,
+            Outgoing::Own(bytes),
             synchronous,
             Vec::new(),
-            &mut sends,
+            &mut self.in_flight,
         );
+        if !synchronous {
+            return true;
+        }
         let bound = (tag == FINISHED).then_some(LAST_WAIT);
         let started = Instant::now();
         let mut looked = started;
         let mut backoff = Backoff::new(Duration::from_millis(1), Duration::from_millis(1));
-        while !sends.iter_mut().all(Posted::test) {
+        while !self.in_flight.iter_mut().all(Posted::test) {
             backoff.wait();
             let mut gone = false;
             if backoff.sleeping() && looked.elapsed() >= MASTER_LOOK {
@@ -90,22 +99,32 @@ impl<T, R> MpiWorker<T, R> {
                 gone = lifeline::master_gone();
             }
             if gone || bound.is_some_and(|bound| started.elapsed() > bound) {
-                sends.into_iter().for_each(Posted::abandon);
+                self.in_flight.drain(..).for_each(Posted::abandon);
                 if gone {
                     self.leave_unfinalized = true;
                 }
                 return !gone;
             }
         }
-        // The buffer of a message sent whole is kept for the next, unless it grew large.
-        if let (1, Some(whole)) = (sends.len(), sends.pop()) {
-            if let Outgoing::Own(bytes) = whole.finish() {
-                if bytes.capacity() <= INLINE {
+        self.reap();
+        true
+    }
+
+    /// Takes back finished sends; the buffer of one sent whole is kept for the next message,
+    /// unless it grew large.
+    fn reap(&mut self) {
+        let mut i = 0;
+        while i < self.in_flight.len() {
+            if !self.in_flight[i].test() {
+                i += 1;
+                continue;
+            }
+            if let Outgoing::Own(bytes) = self.in_flight.swap_remove(i).finish() {
+                if bytes.capacity() <= INLINE && bytes.capacity() > self.outbox.capacity() {
                     self.outbox = bytes;
                 }
             }
         }
-        true
     }
 }
 
@@ -142,10 +161,14 @@ impl<T: Message, S: Message, R: Message> WorkerLink<T, S, R> for MpiWorker<T, R>
                 // Its process ended: `MPI_Finalize` would wait for it forever.
                 eprintln!("warning: the master is gone; this worker stops");
                 self.leave_unfinalized = true;
+                self.in_flight.drain(..).for_each(Posted::abandon);
                 return None;
             }
-            // An MPI failure here means the master is gone.
-            let (_, tag, body) = received.ok().flatten()?;
+            // An MPI failure here means the master is gone: answers to it never complete.
+            let Some((_, tag, body)) = received.ok().flatten() else {
+                self.in_flight.drain(..).for_each(Posted::abandon);
+                return None;
+            };
             let bytes = self.end.bytes(&body);
             let message = match tag {
                 STOP => {
