@@ -6,7 +6,7 @@
 //! model (Cesar et al. 2006) or, for uneven tasks under `daf`, the event simulation of the
 //! policy's chunks through the master and its links.
 
-use mw_runtime::RunMetrics;
+use mw_runtime::{LoadPattern, RunMetrics};
 use mwgen::predict::{Request, forecast, pilot};
 use serde_json::json;
 
@@ -72,6 +72,7 @@ pub fn run(size: Size) -> Result<Section, BenchError> {
                     mo_ms: None,
                     k_ms_per_byte: None,
                     policy: None,
+                    load: LoadPattern::None,
                     thinned: false,
                 },
             );

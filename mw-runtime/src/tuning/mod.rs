@@ -21,7 +21,7 @@ mod factor;
 mod machine;
 mod policy;
 mod queue;
-mod simulate;
+pub mod simulate;
 mod token;
 mod workers;
 

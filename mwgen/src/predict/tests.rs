@@ -57,6 +57,7 @@ fn request(workers: &str, iterations: usize) -> Request {
         mo_ms: None,
         k_ms_per_byte: None,
         policy: None,
+        load: LoadPattern::None,
         thinned: false,
     }
 }
@@ -180,4 +181,40 @@ fn ten_thousand_workers_are_predicted_within_a_second() {
 fn wall_times_read_as_slurm_wants_them() {
     assert_eq!(slurm_time(360), "00:06:00");
     assert_eq!(slurm_time(3 * 86_400 + 3_661), "3-01:01:01");
+}
+
+#[test]
+fn a_load_slows_the_loaded_iterations_and_is_a_stated_caveat() {
+    let m = metrics((0..3).map(|i| iteration(i, 4, 400, 1.0, 0.0)).collect());
+    let pilot = from_metrics(&m).unwrap();
+    let plain = forecast(&pilot, &request("4", 16));
+    let mut req = request("4", 16);
+    // Worker 0 at 75 % (4x slower) in the second half: a static iteration waits for its
+    // 100 tasks of 4 ms.
+    req.load = "8:0:75".parse().unwrap();
+    let loaded = forecast(&pilot, &req);
+    let r = &loaded.rows[0];
+    assert_eq!(r.method, "simulation");
+    let expected = 5.0 + 8.0 * 100.0 + 8.0 * 400.0;
+    assert!((r.total_ms - expected).abs() < 1e-6, "{r:?}");
+    assert!(plain.caveats.iter().all(|c| !c.contains("load")));
+    assert!(
+        loaded.caveats.iter().any(|c| c.contains("at most 4.0x"))
+            && loaded
+                .caveats
+                .iter()
+                .any(|c| c.contains("far from the pilot")),
+        "{:?}",
+        loaded.caveats
+    );
+    // A light load is emulated, and said so, but is not far from the pilot.
+    req.load = "variable:8:20".parse().unwrap();
+    let light = forecast(&pilot, &req);
+    assert!(light.caveats.iter().any(|c| c.contains("emulated")));
+    assert!(
+        light
+            .caveats
+            .iter()
+            .all(|c| !c.contains("far from the pilot"))
+    );
 }
