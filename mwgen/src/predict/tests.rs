@@ -88,6 +88,24 @@ fn worker_counts_parse_as_one_a_list_or_a_range() {
 fn a_pilot_without_a_finished_iteration_is_refused() {
     let (message, _) = from_metrics(&metrics(Vec::new())).unwrap_err();
     assert!(message.contains("no iteration"), "{message}");
+    // Iterations started but none ended with its tasks (a one-bag job cut short).
+    let started = IterationMetrics {
+        index: 0,
+        workers: 4,
+        ..IterationMetrics::default()
+    };
+    let (message, help) = from_metrics(&metrics(vec![started])).unwrap_err();
+    assert!(message.contains("no iteration"), "{message}");
+    assert!(help.contains("fewer tasks"), "{help}");
+}
+
+#[test]
+fn a_protocol_of_another_version_is_refused() {
+    let mut m = metrics(vec![iteration(0, 4, 400, 1.0, 0.0)]);
+    m.protocol = "rdma".to_string();
+    let (message, help) = from_metrics(&m).unwrap_err();
+    assert!(message.contains("`rdma`"), "{message}");
+    assert!(help.contains("another version"), "{help}");
 }
 
 #[test]
