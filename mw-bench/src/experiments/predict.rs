@@ -284,11 +284,11 @@ pub fn run(size: Size) -> Result<Section, BenchError> {
     let ours = format!(
         "Pilots of the synthetic program ({PILOT_WORKERS} workers, {pilot_iterations} iterations \
          of {tasks} tasks of 1 ms ± 30 %, `daf`, tuner off), on threads, behind the emulated \
-         link (0.1 ms, 100 Mbit/s, 1000 B per task and per result) and under MPI; `mwgen \
-         predict`'s library predicts each run below from the pilot's metrics alone, then the run \
-         is made. The runs \"under load\" carry `--load {}` (half the workers twice as slow \
-         every other 4 iterations), which their unloaded pilot never saw: the prediction is given \
-         the same `--load`. {mpi_note}\n\n{}\n{}\n\
+         link (0.1 ms, 100 Mbit/s, 1000 B per task and per result) and, at full size, under \
+         MPI; `mwgen predict`'s library predicts each run below from the pilot's metrics alone, \
+         then the run is made. The runs \"under load\" carry `--load {}` (half the workers \
+         twice as slow every other 4 iterations), which their unloaded pilot never saw: the \
+         prediction is given the same `--load`. {mpi_note}\n\n{}\n{}\n\
          Median |error| {:.1} %, largest {:.1} %, over {} runs (target: median ≤ {:.0} %).\n",
         load(),
         table.markdown(),
