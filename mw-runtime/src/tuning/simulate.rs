@@ -133,11 +133,11 @@ pub fn simulate_iteration(spec: &Spec<'_>, seed: u64, reps: usize) -> Outcome {
 
 /// A run of `iterations` iterations of `spec` under `load` (the runtime's `--load`): in
 /// iteration `i` worker `w` of `spec.workers` takes `load.stretch(w, i)` times its task time, as
-/// the engine activates the lowest-numbered workers first. The adaptive policies read
-/// `spec.stats` in the first iteration and then, as in the engine, the task times of the
-/// iteration before. Iterations end with every answer recovered, so they do not overlap: the
-/// run is the sum of its iterations, and iterations alike (the same speeds, before and now) are
-/// simulated once. Returns the sums over the run.
+/// the engine activates the lowest-numbered workers first. The adaptive policies read, as in
+/// the engine, the task times of the iteration before (in the first, its own: the speeds were
+/// measured before the run), so `spec.stats` is not read. Iterations end with every answer
+/// recovered, so they do not overlap: the run is the sum of its iterations, and iterations alike
+/// (the same speeds, before and now) are simulated once. Returns the sums over the run.
 pub fn simulate_run(
     spec: &Spec<'_>,
     iterations: usize,
@@ -168,14 +168,15 @@ pub fn simulate_run(
     let mut before: Option<Vec<SimWorker>> = None;
     for i in 0..iterations {
         let now = speeds(i);
-        let id = (before.as_deref().map(key).unwrap_or_default(), key(&now));
+        let read = before.as_deref().unwrap_or(&now);
+        let id = (key(read), key(&now));
         let one = match seen.get(&id) {
             Some(&one) => one,
             None => {
-                let stats = before.as_deref().map(task_stats);
+                let stats = task_stats(read);
                 let spec = Spec {
                     workers: &now,
-                    stats: stats.as_ref().unwrap_or(spec.stats),
+                    stats: &stats,
                     ..spec.clone()
                 };
                 let one = simulate_iteration(&spec, seed, reps);
@@ -560,6 +561,10 @@ mod tests {
         };
         let load: LoadPattern = "1:0:75".parse().unwrap();
         let first = simulate_run(&daf, 2, &load, 1, 1).time_ms - simulate(&daf, 1, 1);
+        assert_eq!(
+            simulate_run(&daf, 1, &load, 1, 1).time_ms,
+            simulate(&daf, 1, 1)
+        );
         let later =
             simulate_run(&daf, 3, &load, 1, 1).time_ms - simulate_run(&daf, 2, &load, 1, 1).time_ms;
         assert!(later < first, "first loaded {first} ms, later {later} ms");
