@@ -97,6 +97,7 @@ pub use output::check_output;
 pub use policy::PolicyName;
 pub use run::{Report, run, run_config, run_with};
 pub use tunables::{Change, Decision, Tunable, TunableId, Tunables, TunablesHandle};
+pub use tuning::simulate;
 
 /// The rsmpi crate, for programs that initialize MPI themselves: when MPI is already initialized,
 /// runs use it and leave finalizing to the program, so one process can run several times.

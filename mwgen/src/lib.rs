@@ -14,6 +14,7 @@ pub mod model;
 pub mod new;
 pub mod predict;
 pub mod report;
+mod two_axes;
 
 pub use error::CliError;
 

@@ -237,6 +237,7 @@ fn bad_flags_are_usage_errors() {
         ("--link-bandwidth", "0"),
         ("--link-latency", "-1"),
         ("--policy", "fastest"),
+        ("--load", "variable:0"),
     ] {
         let assert = mwgen()
             .args(["predict", "--metrics", &path, flag, value])
@@ -247,5 +248,33 @@ fn bad_flags_are_usage_errors() {
             err.starts_with("error: invalid value") && err.contains("\nhelp: "),
             "{flag} {value}: {err}"
         );
+    }
+}
+
+#[test]
+fn a_load_is_predicted_with_its_caveat() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(dir.path(), "pilot.json", &pilot(3));
+    let assert = mwgen()
+        .args([
+            "predict",
+            "--metrics",
+            &path,
+            "--workers",
+            "4",
+            "--iterations",
+            "32",
+            "--load",
+            "variable",
+        ])
+        .assert()
+        .success();
+    let out = String::from_utf8_lossy(&assert.get_output().stdout).to_string();
+    for expected in [
+        "the load slows some workers",
+        "caveat: the load is emulated from its pattern",
+        "caveat: the load slows workers up to 4.0x",
+    ] {
+        assert!(out.contains(expected), "no `{expected}` in:\n{out}");
     }
 }

@@ -35,7 +35,7 @@ pub fn cases() -> Vec<Case> {
 }
 
 /// The synthetic example built with the `mpi` feature, in release.
-fn synthetic_binary() -> Result<PathBuf, String> {
+pub(super) fn synthetic_binary() -> Result<PathBuf, String> {
     let mut build = children::cargo();
     build.args(["build", "--release", "-p", "synthetic", "--features", "mpi"]);
     build.args(["--message-format=json", "--manifest-path"]);

@@ -20,7 +20,7 @@ mod factor;
 mod machine;
 mod policy;
 mod queue;
-mod simulate;
+pub mod simulate;
 mod workers;
 
 #[cfg(test)]

@@ -1,14 +1,15 @@
 //! From a pilot's parameters to a whole run at each worker count asked: the balanced model of
 //! Cesar et al. 2006 (or POETRIES' broadcast model when the shared part dominates) where its
-//! assumptions hold, the event simulation elsewhere, plus the run's fixed costs.
+//! assumptions hold, the runtime's event simulation ([`mw_runtime::simulate`]) elsewhere, plus
+//! the run's fixed costs.
 
 use mw_runtime::model::broadcast::{self, BroadcastParams};
 use mw_runtime::model::{self, Params};
-use mw_runtime::{PolicyName, Protocol};
+use mw_runtime::simulate::{SimWorker, Spec, simulate_run, task_stats};
+use mw_runtime::{LoadPattern, PolicyName, Protocol};
 use serde::Serialize;
 
 use super::pilot::Pilot;
-use super::simulate::{self, SimWorker, Spec};
 
 /// How big the real run is and where it runs.
 #[derive(Debug, Clone)]
@@ -22,6 +23,8 @@ pub struct Request {
     pub k_ms_per_byte: Option<f64>,
     /// A policy other than the pilot's.
     pub policy: Option<PolicyName>,
+    /// Emulated external load on the workers (the runtime's `--load`).
+    pub load: LoadPattern,
     /// A range asked was longer than `MAX_COUNTS` and evaluated at some of its counts only.
     pub thinned: bool,
 }
@@ -32,6 +35,9 @@ pub const NEAR_BEST: f64 = 0.10;
 pub const MASTER_SATURATED: f64 = 0.8;
 /// Worker counts past this multiple of the pilot's are extrapolated and said so.
 const FAR_FROM_PILOT: usize = 8;
+/// A load that stretches task times by this much or more is far from what an unloaded pilot
+/// measured, and said so.
+const HEAVY_LOAD: f64 = 2.0;
 
 /// The prediction for one worker count.
 #[derive(Debug, Clone, Serialize)]
@@ -39,7 +45,7 @@ pub struct Row {
     pub workers: usize,
     /// The whole run, in ms.
     pub total_ms: f64,
-    /// One steady iteration, in ms, by the method used.
+    /// A steady iteration (under load, the mean iteration), in ms, by the method used.
     pub iteration_ms: f64,
     /// `model` or `simulation`.
     pub method: &'static str,
@@ -133,17 +139,23 @@ pub fn forecast(pilot: &Pilot, req: &Request) -> Forecast {
     if pilot.protocol == Protocol::Async && pilot.prefetch > 0 {
         because.push("chunks are sent ahead (prefetch)".to_string());
     }
+    if !req.load.is_none() {
+        because.push("the load slows some workers in some iterations".to_string());
+    }
     let model_holds = because.is_empty();
 
     let rows: Vec<Row> = counts
         .iter()
         .map(|&n| {
             let workers = speeds(pilot, n, heterogeneous);
+            let stats = task_stats(&workers);
             let spec = Spec {
                 tasks,
                 workers: &workers,
                 policy,
                 factor: pilot.factor,
+                min_chunk: 1,
+                stats: &stats,
                 protocol: pilot.protocol,
                 mo_ms: mo,
                 k_ms_per_byte: k,
@@ -161,7 +173,8 @@ pub fn forecast(pilot: &Pilot, req: &Request) -> Forecast {
             } else {
                 1
             };
-            let sim = simulate::simulate(&spec, 0x5EED, reps);
+            let run = simulate_run(&spec, req.iterations, &req.load, 0x5EED, reps);
+            let simulated_ms = run.time_ms / req.iterations.max(1) as f64;
             let model_ms = if broadcast {
                 broadcast::iteration_time(&bparams, n).ok()
             } else {
@@ -170,7 +183,7 @@ pub fn forecast(pilot: &Pilot, req: &Request) -> Forecast {
             let within_mcmc = mcmc.is_none_or(|c| n <= c) && n <= tasks;
             let (iteration_ms, method) = match model_ms {
                 Some(t) if model_holds && within_mcmc => (t, "model"),
-                _ => (sim.time_ms, "simulation"),
+                _ => (simulated_ms, "simulation"),
             };
             let total_ms = pilot.fixed_ms + pilot.warmup_ms + req.iterations as f64 * iteration_ms;
             Row {
@@ -179,10 +192,10 @@ pub fn forecast(pilot: &Pilot, req: &Request) -> Forecast {
                 iteration_ms,
                 method,
                 model_iteration_ms: model_ms,
-                simulated_iteration_ms: sim.time_ms,
+                simulated_iteration_ms: simulated_ms,
                 worker_hours: n as f64 * total_ms / 3.6e6,
                 efficiency: share(req.iterations as f64 * params.tc_ms, n as f64 * total_ms),
-                master_busy: share(sim.master_busy_ms, sim.time_ms).min(1.0),
+                master_busy: share(run.master_busy_ms, run.time_ms).min(1.0),
             }
         })
         .collect();
@@ -261,6 +274,7 @@ fn caveats(
     heterogeneous: bool,
 ) -> Vec<String> {
     let mut out = Vec::new();
+    let largest = req.workers.iter().copied().max().unwrap_or(pilot.workers);
     if pilot.decisions > 0 {
         out.push(format!(
             "the pilot's tuner changed its tunables {} times: this assumes the last iteration's (factor {}) held for the whole run; run the pilot with `--tuning off` for a firmer prediction",
@@ -307,6 +321,20 @@ fn caveats(
             "the pilot's {} workers ran at different speeds: larger counts repeat that mix",
             pilot.worker_speeds.len()
         ));
+    }
+    if !req.load.is_none() {
+        let stretch = (0..req.iterations)
+            .flat_map(|i| (0..largest).map(move |w| (w, i)))
+            .map(|(w, i)| req.load.stretch(w, i))
+            .fold(1.0, f64::max);
+        out.push(format!(
+            "the load is emulated from its pattern, not measured: task times stretched by 1/(1 − load) at most {stretch:.1}x, the master and the links unchanged"
+        ));
+        if stretch >= HEAVY_LOAD {
+            out.push(format!(
+                "the load slows workers up to {stretch:.1}x, far from the pilot's unloaded speeds: a real competing process may also slow the master and the messages; run a pilot under that load for a firmer prediction"
+            ));
+        }
     }
     if req.thinned {
         out.push(format!(

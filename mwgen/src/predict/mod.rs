@@ -2,21 +2,20 @@
 //! worker count asked, to choose how many workers to book and for how long.
 //!
 //! [`pilot`] reduces the pilot's metrics to the parameters it measured; [`forecast()`] predicts
-//! with the model of Cesar et al. 2006 where its assumptions hold and with the event
-//! simulation of [`simulate`] elsewhere; this file holds the flags and the output.
+//! with the model of Cesar et al. 2006 where its assumptions hold and with the runtime's event
+//! simulation ([`mw_runtime::simulate`]) elsewhere; this file holds the flags and the output.
 
 use std::io::Write;
 use std::path::PathBuf;
 
 use clap::Args;
-use mw_runtime::PolicyName;
+use mw_runtime::{LoadPattern, PolicyName};
 
 use crate::CliError;
 
 pub mod forecast;
 pub mod pilot;
 mod plot;
-pub mod simulate;
 
 pub use forecast::{Forecast, Request, Row, forecast};
 
@@ -29,13 +28,14 @@ task times and their spread, each worker's speed, bytes, the master's own time a
 mo and k: the performance model (Cesar et al. 2006; POETRIES' broadcast variant when the shared
 part dominates) where its assumptions hold, and an event simulation of the policy's chunks
 elsewhere (uneven tasks, factoring policies, workers of different speeds, a master that
-saturates). Prints each count's time, cost and efficiency, the fastest count, the cheapest
-within 10 % of the fastest, the MCMC, where the master becomes the bottleneck, a ready sbatch
-line, and what the prediction cannot vouch for.
+saturates, workers slowed by --load). Prints each count's time, cost and efficiency, the
+fastest count, the cheapest within 10 % of the fastest, the MCMC, where the master becomes the
+bottleneck, a ready sbatch line, and what the prediction cannot vouch for.
 
 Example:
   synthetic --workers 4 --tuning off --iterations 4 --metrics pilot.json
-  mwgen predict --metrics pilot.json --workers 1..64 --iterations 100";
+  mwgen predict --metrics pilot.json --workers 1..64 --iterations 100
+  mwgen predict --metrics pilot.json --workers 8 --iterations 100 --load variable";
 
 /// The most worker counts a range is evaluated at; longer ranges are thinned evenly on a log
 /// scale, keeping both ends.
@@ -81,6 +81,11 @@ pub struct PredictArgs {
     /// A distribution policy other than the pilot's (simulated, with a caveat)
     #[arg(long, value_name = "POLICY", help_heading = "Real run")]
     pub policy: Option<String>,
+
+    /// Emulated external load on the workers, as the program's `--load` (e.g. `variable`,
+    /// `increasing:4:50`, `0:0-3:75,8:0-3:0`)
+    #[arg(long, value_name = "SPEC", help_heading = "Real run")]
+    pub load: Option<String>,
 
     /// The real network's latency: per-message start-up time in ms
     #[arg(
@@ -247,6 +252,15 @@ fn request(args: &PredictArgs, pilot: &pilot::Pilot) -> Result<Request, CliError
             )),
         ));
     }
+    let load = match &args.load {
+        Some(spec) => spec.parse::<LoadPattern>().map_err(|e| {
+            CliError::usage(
+                format!("invalid value `{spec}` for `--load`: {}", e.message()),
+                e.help().to_string(),
+            )
+        })?,
+        None => LoadPattern::None,
+    };
     let mo = match (args.link_latency, args.mo) {
         (Some(ms), _) => Some(non_negative("--link-latency", ms)?),
         (None, Some(ms)) => Some(non_negative("--mo", ms)?),
@@ -274,6 +288,7 @@ fn request(args: &PredictArgs, pilot: &pilot::Pilot) -> Result<Request, CliError
         mo_ms: mo,
         k_ms_per_byte: k,
         policy,
+        load,
     })
 }
 

@@ -5,9 +5,9 @@
 use std::path::Path;
 
 use mw_runtime::metrics::{IterationMetrics, RunMetrics};
+use mw_runtime::simulate::SimWorker;
 use mw_runtime::{PolicyName, Protocol};
 
-use super::simulate::SimWorker;
 use crate::CliError;
 
 /// The measured parameters of a pilot run.

@@ -60,6 +60,7 @@ fn request(workers: &str, iterations: usize) -> Request {
         mo_ms: None,
         k_ms_per_byte: None,
         policy: None,
+        load: LoadPattern::None,
         thinned: false,
     }
 }
@@ -90,6 +91,24 @@ fn worker_counts_parse_as_one_a_list_or_a_range() {
 fn a_pilot_without_a_finished_iteration_is_refused() {
     let (message, _) = from_metrics(&metrics(Vec::new())).unwrap_err();
     assert!(message.contains("no iteration"), "{message}");
+    // Iterations started but none ended with its tasks (a one-bag job cut short).
+    let started = IterationMetrics {
+        index: 0,
+        workers: 4,
+        ..IterationMetrics::default()
+    };
+    let (message, help) = from_metrics(&metrics(vec![started])).unwrap_err();
+    assert!(message.contains("no iteration"), "{message}");
+    assert!(help.contains("fewer tasks"), "{help}");
+}
+
+#[test]
+fn a_protocol_of_another_version_is_refused() {
+    let mut m = metrics(vec![iteration(0, 4, 400, 1.0, 0.0)]);
+    m.protocol = "rdma".to_string();
+    let (message, help) = from_metrics(&m).unwrap_err();
+    assert!(message.contains("`rdma`"), "{message}");
+    assert!(help.contains("another version"), "{help}");
 }
 
 #[test]
@@ -183,4 +202,40 @@ fn ten_thousand_workers_are_predicted_within_a_second() {
 fn wall_times_read_as_slurm_wants_them() {
     assert_eq!(slurm_time(360), "00:06:00");
     assert_eq!(slurm_time(3 * 86_400 + 3_661), "3-01:01:01");
+}
+
+#[test]
+fn a_load_slows_the_loaded_iterations_and_is_a_stated_caveat() {
+    let m = metrics((0..3).map(|i| iteration(i, 4, 400, 1.0, 0.0)).collect());
+    let pilot = from_metrics(&m).unwrap();
+    let plain = forecast(&pilot, &request("4", 16));
+    let mut req = request("4", 16);
+    // Worker 0 at 75 % (4x slower) in the second half: a static iteration waits for its
+    // 100 tasks of 4 ms.
+    req.load = "8:0:75".parse().unwrap();
+    let loaded = forecast(&pilot, &req);
+    let r = &loaded.rows[0];
+    assert_eq!(r.method, "simulation");
+    let expected = 5.0 + 8.0 * 100.0 + 8.0 * 400.0;
+    assert!((r.total_ms - expected).abs() < 1e-6, "{r:?}");
+    assert!(plain.caveats.iter().all(|c| !c.contains("load")));
+    assert!(
+        loaded.caveats.iter().any(|c| c.contains("at most 4.0x"))
+            && loaded
+                .caveats
+                .iter()
+                .any(|c| c.contains("far from the pilot")),
+        "{:?}",
+        loaded.caveats
+    );
+    // A light load is emulated, and said so, but is not far from the pilot.
+    req.load = "variable:8:20".parse().unwrap();
+    let light = forecast(&pilot, &req);
+    assert!(light.caveats.iter().any(|c| c.contains("emulated")));
+    assert!(
+        light
+            .caveats
+            .iter()
+            .all(|c| !c.contains("far from the pilot"))
+    );
 }
