@@ -9,7 +9,7 @@ use std::collections::BinaryHeap;
 
 use crate::config::Protocol;
 use crate::measure::TaskStats;
-use crate::policy::{Ask, ChunkDone, Plan, PolicyName, sends_ahead};
+use crate::policy::{Ask, ChunkDone, Plan, Policy, PolicyName, sends_ahead};
 
 /// One worker's measured task time.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -49,12 +49,24 @@ pub(crate) struct Spec<'a> {
 /// `σ·√g`), from a generator seeded with `seed`, so that candidates simulated with the same seed
 /// see the same luck. Without deviation one run is enough and is exact.
 pub(crate) fn simulate(spec: &Spec<'_>, seed: u64, reps: usize) -> f64 {
+    simulate_with(spec, &|| spec.policy.build(), seed, reps)
+}
+
+/// As [`simulate`], with the policies `build` makes (a fresh one a run) instead of
+/// `spec.policy`: for a policy a program registered by name.
+pub(crate) fn simulate_with(
+    spec: &Spec<'_>,
+    build: &dyn Fn() -> Box<dyn Policy>,
+    seed: u64,
+    reps: usize,
+) -> f64 {
     let noisy = spec.workers.iter().any(|w| w.sd_ms > 0.0);
     let reps = if noisy { reps.max(1) } else { 1 };
     let total: f64 = (0..reps)
         .map(|r| {
             once(
                 spec,
+                build(),
                 &mut Normal::new(seed ^ (r as u64).wrapping_mul(0x9E37)),
             )
         })
@@ -133,7 +145,7 @@ struct Held {
 struct Run<'a, 'r> {
     spec: &'a Spec<'a>,
     master: Master<'a>,
-    policy: Box<dyn crate::policy::Policy>,
+    policy: Box<dyn Policy>,
     remaining: usize,
     held: Vec<Held>,
     answers: BinaryHeap<Reverse<Answer>>,
@@ -191,12 +203,11 @@ impl Run<'_, '_> {
     }
 }
 
-fn once(spec: &Spec<'_>, rng: &mut Normal) -> f64 {
+fn once(spec: &Spec<'_>, mut policy: Box<dyn Policy>, rng: &mut Normal) -> f64 {
     let n = spec.workers.len();
     if n == 0 || spec.tasks == 0 {
         return spec.serial_ms;
     }
-    let mut policy = spec.policy.build();
     policy.begin(&Plan {
         tasks: spec.tasks,
         workers: n,
