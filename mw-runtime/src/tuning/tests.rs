@@ -780,3 +780,39 @@ fn the_policy_tunlet_simulates_the_portfolio() {
         2
     );
 }
+
+#[test]
+fn the_policy_tunlet_keeps_proposing_a_close_second() {
+    use policy::choose;
+    let times = [
+        (PolicyName::Daf, 100.0),
+        (PolicyName::Ss, 90.0),
+        (PolicyName::AwfB, 89.0),
+        (PolicyName::Static, 150.0),
+    ];
+    // The fastest, when nothing was proposed before or the last proposal was the fastest.
+    assert_eq!(
+        choose(&times, PolicyName::Daf, None),
+        (PolicyName::AwfB, 89.0)
+    );
+    assert_eq!(
+        choose(&times, PolicyName::Daf, Some(PolicyName::AwfB)),
+        (PolicyName::AwfB, 89.0)
+    );
+    // `ss`, proposed last time, is within 3 % of `awf-b`: proposed again, so that its
+    // streak goes on.
+    assert_eq!(
+        choose(&times, PolicyName::Daf, Some(PolicyName::Ss)),
+        (PolicyName::Ss, 90.0)
+    );
+    // Not a candidate far behind, nor one slower than the current policy.
+    assert_eq!(
+        choose(&times, PolicyName::Daf, Some(PolicyName::Static)),
+        (PolicyName::AwfB, 89.0)
+    );
+    let close = [(PolicyName::Daf, 100.0), (PolicyName::Ss, 101.0)];
+    assert_eq!(
+        choose(&close, PolicyName::Daf, Some(PolicyName::Ss)),
+        (PolicyName::Daf, 100.0)
+    );
+}
