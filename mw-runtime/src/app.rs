@@ -238,7 +238,9 @@ pub struct Iteration {
     /// The distribution factor.
     pub factor: f64,
     /// The distribution policy: the one named by `--policy` or chosen by `auto`, the
-    /// configured name still when the program brought its own ([`Setup::policy`]).
+    /// configured name still when the program brought its own ([`Setup::policy`]), and `daf`
+    /// when `--policy` names one the program registered ([`Setup::register_policy`]); the
+    /// metrics record the policy's own name.
     pub policy: PolicyName,
 }
 
@@ -255,6 +257,8 @@ pub struct Setup {
     pub(crate) stream_ahead: usize,
     /// The program's own distribution policy, if it brought one.
     pub(crate) policy: Option<Box<dyn Policy>>,
+    /// The policies the program registered by name.
+    pub(crate) registry: crate::policy::Registry,
     /// The program's own tunlets.
     pub(crate) tunlets: Vec<Box<dyn Tunlet>>,
 }
@@ -304,6 +308,36 @@ impl Setup {
     /// run with an error naming it.
     pub fn policy(&mut self, policy: Box<dyn Policy>) {
         self.policy = Some(policy);
+    }
+
+    /// Registers a policy of the program's own under `name`, so that `--policy NAME` or
+    /// `[run] policy = "NAME"` selects it as they select a built-in one. `factory` builds a
+    /// fresh policy for the run (and the tuner's simulations get fresh ones too). An unknown
+    /// `--policy` name ends the run with an error listing every built-in and registered name.
+    ///
+    /// ```no_run
+    /// # use mw_runtime::policy::{Ask, Plan, Policy};
+    /// # #[derive(Debug)] struct Eights;
+    /// # impl Policy for Eights {
+    /// #     fn name(&self) -> &str { "eights" }
+    /// #     fn begin(&mut self, _plan: &Plan<'_>) {}
+    /// #     fn next_chunk(&mut self, ask: &Ask<'_>) -> usize { ask.remaining.min(8) }
+    /// # }
+    /// # fn initialize(setup: &mut mw_runtime::Setup) -> mw_runtime::Result<()> {
+    /// setup.register_policy("eights", || Box::new(Eights))?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    /// A configuration error when `name` is a built-in policy's (`ss`, `daf`, …), is already
+    /// registered, or has characters other than letters, digits, `-` and `_`.
+    pub fn register_policy(
+        &mut self,
+        name: &str,
+        factory: impl Fn() -> Box<dyn Policy> + Send + Sync + 'static,
+    ) -> crate::Result<()> {
+        self.registry.register(name, std::sync::Arc::new(factory))
     }
 
     /// Tunes a tunable the program declared ([`TunablesHandle::declare`]) with a tunlet of its

@@ -94,7 +94,7 @@ pub use load::LoadPattern;
 pub use metrics::RunMetrics;
 pub use mw_macros::{Message, master, worker};
 pub use output::check_output;
-pub use policy::PolicyName;
+pub use policy::{PolicyChoice, PolicyName};
 pub use run::{Report, run, run_config, run_with};
 pub use tunables::{Change, Decision, Tunable, TunableId, Tunables, TunablesHandle};
 pub use tuning::simulate;

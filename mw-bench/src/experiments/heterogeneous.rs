@@ -100,7 +100,7 @@ fn measure(w: &Workload, policy: PolicyName, size: Size) -> Result<Row, BenchErr
         .parse()
         .map_err(|e: mw_runtime::load::LoadError| BenchError(e.message().to_owned()))?;
     let mut run = fixed(WORKERS);
-    run.policy = Some(policy);
+    run.policy = Some(policy.into());
     run.load = Some(load.clone());
     // `auto` chooses the policy (and the factor); the others keep theirs, as configured.
     run.tune = Some(if policy == PolicyName::Auto {

@@ -190,7 +190,7 @@ fn observe(case: &Case, plan: &Plan, n: usize) -> Result<Observed, BenchError> {
     prog.task_bytes = per_task;
     prog.result_bytes = per_task;
     let mut run = fixed(n);
-    run.policy = Some(PolicyName::Static);
+    run.policy = Some(PolicyName::Static.into());
     run.protocol = Some(case.protocol);
     run.link_latency = Some(LINK_LATENCY_MS);
     run.link_bandwidth = Some(LINK_MBIT);

@@ -104,7 +104,7 @@ fn synthetic_ms(
     prog.spin = true;
     let mut run = fixed(workers);
     if chunk_of_one {
-        run.policy = Some(PolicyName::Fsc);
+        run.policy = Some(PolicyName::Fsc.into());
         run.factor = Some(workers as f64 / tasks as f64);
     }
     run.prefetch = prefetch;

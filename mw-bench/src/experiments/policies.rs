@@ -144,7 +144,7 @@ fn measure(
         run.link_latency = Some(LINK_LATENCY_MS);
         run.link_bandwidth = Some(LINK_MBIT);
     }
-    run.policy = Some(policy);
+    run.policy = Some(policy.into());
     run.tune = Some(if policy.uses_factor() {
         TuneMode::Factor
     } else {

@@ -113,7 +113,7 @@ fn measure(
     workers: usize,
 ) -> Result<Run, BenchError> {
     let mut run = fixed(workers);
-    run.policy = Some(PolicyName::Factoring);
+    run.policy = Some(PolicyName::Factoring.into());
     run.factor = Some(FIXED_FACTOR);
     run.link_latency = Some(LINK_LATENCY_MS);
     run.link_bandwidth = Some(LINK_MBIT);

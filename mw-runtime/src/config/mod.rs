@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use crate::control::{ControlAddr, ControlAddrError};
 use crate::error::{Error, ErrorKind, Result};
 use crate::load::{LoadError, LoadPattern};
-use crate::policy::PolicyName;
+use crate::policy::{PolicyChoice, PolicyName};
 use crate::tunables::{Tunables, check_factor};
 
 mod faults;
@@ -67,9 +67,9 @@ pub struct RunArgs {
     /// Workers started, the most that can take part [default: with nworkers tuned, room to grow (4 per core, at least 16); else --workers, else one per core; under MPI the launched ranks]
     #[arg(long, value_name = "N", value_parser = parse_count)]
     pub max_workers: Option<usize>,
-    /// Task distribution policy [default: daf]
+    /// Task distribution policy: a built-in one or one the program registers [default: daf]
     #[arg(long, value_name = "NAME")]
-    pub policy: Option<PolicyName>,
+    pub policy: Option<PolicyChoice>,
     /// Distribution factor, in (0, 1] [default: 0.5]
     #[arg(long, value_name = "F", value_parser = parse_factor)]
     pub factor: Option<f64>,
@@ -230,7 +230,7 @@ fn parse_factor(text: &str) -> std::result::Result<f64, String> {
 pub struct RunSection {
     pub workers: Option<usize>,
     pub max_workers: Option<usize>,
-    pub policy: Option<PolicyName>,
+    pub policy: Option<PolicyChoice>,
     pub factor: Option<f64>,
     pub min_chunk: Option<usize>,
     pub protocol: Option<Protocol>,
@@ -308,7 +308,12 @@ pub struct RunConfig {
     /// Workers started (the pool); `None`: see [`RunConfig::local_pool`] for the local backend.
     /// Under MPI the pool is the launched ranks but one.
     pub max_workers: Option<usize>,
+    /// The built-in policy (`daf` when a registered one is named).
     pub policy: PolicyName,
+    /// A policy the program registers under this name
+    /// ([`Setup::register_policy`](crate::Setup::register_policy)), looked up when the run
+    /// starts; it replaces `policy`.
+    pub registered_policy: Option<String>,
     pub factor: f64,
     pub min_chunk: usize,
     pub protocol: Protocol,
@@ -397,6 +402,7 @@ impl Default for RunConfig {
             workers: None,
             max_workers: None,
             policy: PolicyName::Daf,
+            registered_policy: None,
             factor: 0.5,
             min_chunk: 1,
             protocol: Protocol::Async,
@@ -473,10 +479,18 @@ impl RunConfig {
                 ));
             }
         }
+        let policy = args.policy.clone().or_else(|| file.policy.clone());
         let config = RunConfig {
             workers: args.workers.or(file.workers),
             max_workers: args.max_workers.or(file.max_workers),
-            policy: args.policy.or(file.policy).unwrap_or(defaults.policy),
+            policy: match &policy {
+                Some(PolicyChoice::BuiltIn(name)) => *name,
+                _ => defaults.policy,
+            },
+            registered_policy: match policy {
+                Some(PolicyChoice::Registered(name)) => Some(name),
+                _ => None,
+            },
             factor: args.factor.or(file.factor).unwrap_or(defaults.factor),
             min_chunk: args
                 .min_chunk

@@ -6,7 +6,7 @@ fn flags_override_the_file_which_overrides_defaults() {
         ConfigFile::parse("[run]\nworkers = 3\nmax_workers = 6\npolicy = \"fsc\"\nfactor = 0.25\n")
             .unwrap();
     let args = RunArgs {
-        policy: Some(PolicyName::Static),
+        policy: Some(PolicyName::Static.into()),
         ..RunArgs::default()
     };
     let config = RunConfig::merge(&file.run, &args).unwrap();
@@ -166,8 +166,12 @@ prefetch = 20
 fn unknown_keys_and_policies_in_the_file_are_reported_with_position() {
     let e = ConfigFile::parse("[run]\nwokers = 2\n").unwrap_err();
     assert!(e.contains("wokers") && e.contains("line 2"), "{e}");
-    let e = ConfigFile::parse("[run]\npolicy = \"round-robin\"\n").unwrap_err();
-    assert!(e.contains("round-robin"), "{e}");
+    let e = ConfigFile::parse("[run]\npolicy = \"round robin\"\n").unwrap_err();
+    assert!(e.contains("round robin"), "{e}");
+    // Any other name may be one the program registers: it is looked up when the run starts.
+    let file = ConfigFile::parse("[run]\npolicy = \"round-robin\"\n").unwrap();
+    let config = RunConfig::merge(&file.run, &RunArgs::default()).unwrap();
+    assert_eq!(config.registered_policy.as_deref(), Some("round-robin"));
     assert!(ConfigFile::parse("[project]\nname = \"fire\"\nin = \"struct A {}\"\n").is_ok());
 }
 
@@ -181,7 +185,13 @@ fn flags_are_checked_by_clap() {
     use clap::Parser;
     assert!(Cli::try_parse_from(["app", "--factor", "0"]).is_err());
     assert!(Cli::try_parse_from(["app", "--workers", "0"]).is_err());
-    assert!(Cli::try_parse_from(["app", "--policy", "nope"]).is_err());
+    assert!(Cli::try_parse_from(["app", "--policy", "no pe"]).is_err());
+    assert!(Cli::try_parse_from(["app", "--policy", ""]).is_err());
+    let named = Cli::try_parse_from(["app", "--policy", "guided-tile"]).unwrap();
+    assert_eq!(
+        named.run.policy,
+        Some(PolicyChoice::Registered("guided-tile".into()))
+    );
     assert!(Cli::try_parse_from(["app", "--prefetch", "x"]).is_err());
     assert!(Cli::try_parse_from(["app", "--trace-limit", "-1"]).is_err());
     let ok = Cli::try_parse_from([

@@ -308,6 +308,7 @@ where
             iterations: None,
             stream_ahead: self.stream_ahead,
             policy: None,
+            registry: Default::default(),
             tunlets: Vec::new(),
         };
         entering("initialize");
@@ -317,6 +318,7 @@ where
             self.policy = own;
             self.own_policy = true;
         }
+        let registry = std::mem::take(&mut setup.registry);
         self.tuner.add_tunlets(std::mem::take(&mut setup.tunlets));
         self.progress.expect_iterations(setup.iterations);
         self.stream_ahead = setup.stream_ahead;
@@ -339,6 +341,15 @@ where
             }
         }
         master_init?;
+        // A registered name is looked up once the program has registered its policies (every
+        // worker has answered, so none is left waiting); `Setup::policy` takes precedence.
+        if let Some(name) = &self.config.registered_policy {
+            let registered = registry.build(name)?;
+            if !self.own_policy {
+                self.policy = registered;
+                self.own_policy = true;
+            }
+        }
         if !self.healthy.contains(&true) {
             let message = if errors.is_empty() {
                 "the pool is empty".to_owned()

@@ -56,6 +56,7 @@ mod weighted;
 
 use std::fmt;
 use std::str::FromStr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -325,6 +326,155 @@ impl FromStr for PolicyName {
             .into_iter()
             .find(|p| p.as_str().eq_ignore_ascii_case(s.trim()))
             .ok_or_else(|| UnknownPolicy(s.to_owned()))
+    }
+}
+
+/// A policy as `--policy` or `[run] policy` name it: a built-in one, or one the program
+/// registers under a name of its own with
+/// [`Setup::register_policy`](crate::Setup::register_policy). Flags are parsed before the
+/// program is known, so a registered name is looked up only when the run starts.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub enum PolicyChoice {
+    BuiltIn(PolicyName),
+    Registered(String),
+}
+
+impl From<PolicyName> for PolicyChoice {
+    fn from(name: PolicyName) -> Self {
+        PolicyChoice::BuiltIn(name)
+    }
+}
+
+impl fmt::Display for PolicyChoice {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PolicyChoice::BuiltIn(name) => f.write_str(name.as_str()),
+            PolicyChoice::Registered(name) => f.write_str(name),
+        }
+    }
+}
+
+impl FromStr for PolicyChoice {
+    type Err = UnknownPolicy;
+
+    fn from_str(s: &str) -> std::result::Result<Self, Self::Err> {
+        if let Ok(name) = s.parse::<PolicyName>() {
+            return Ok(PolicyChoice::BuiltIn(name));
+        }
+        if valid_name(s.trim()) {
+            Ok(PolicyChoice::Registered(s.trim().to_owned()))
+        } else {
+            Err(UnknownPolicy(s.to_owned()))
+        }
+    }
+}
+
+impl TryFrom<String> for PolicyChoice {
+    type Error = UnknownPolicy;
+
+    fn try_from(s: String) -> std::result::Result<Self, Self::Error> {
+        s.parse()
+    }
+}
+
+impl From<PolicyChoice> for String {
+    fn from(choice: PolicyChoice) -> Self {
+        choice.to_string()
+    }
+}
+
+/// Whether `name` can name a registered policy: letters, digits, `-` and `_`, as the
+/// built-in names.
+fn valid_name(name: &str) -> bool {
+    !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+}
+
+/// Builds a fresh policy: a registered policy is built anew for every run and every
+/// simulation of it, so that what one instance learns does not leak into another.
+pub type PolicyFactory = Arc<dyn Fn() -> Box<dyn Policy> + Send + Sync>;
+
+/// The policies a program registered, by name, in the order registered.
+#[derive(Clone, Default)]
+pub(crate) struct Registry {
+    policies: Vec<(String, PolicyFactory)>,
+}
+
+impl fmt::Debug for Registry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list()
+            .entries(self.policies.iter().map(|(name, _)| name))
+            .finish()
+    }
+}
+
+impl Registry {
+    /// Adds `factory` under `name`.
+    ///
+    /// # Errors
+    /// A configuration error when `name` is not a valid name, is a built-in policy's or is
+    /// already registered.
+    pub fn register(&mut self, name: &str, factory: PolicyFactory) -> Result<()> {
+        if !valid_name(name) {
+            return Err(Error::config(
+                format!("error: `{name}` cannot name a policy"),
+                "use letters, digits, `-` and `_`, as in `guided-tile`",
+            ));
+        }
+        if let Ok(built_in) = name.parse::<PolicyName>() {
+            return Err(Error::config(
+                format!("error: policy name `{name}` is taken by the built-in policy `{built_in}`"),
+                format!(
+                    "register the policy under another name; the built-in names are {}",
+                    PolicyName::ALL_NAMES
+                ),
+            ));
+        }
+        if self.find(name).is_some() {
+            return Err(Error::config(
+                format!("error: policy `{name}` is registered twice"),
+                "register each policy once, under a name of its own",
+            ));
+        }
+        self.policies.push((name.to_owned(), factory));
+        Ok(())
+    }
+
+    /// The factory registered under `name` (compared as the built-in names are: case aside).
+    pub fn find(&self, name: &str) -> Option<&PolicyFactory> {
+        self.policies
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name.trim()))
+            .map(|(_, factory)| factory)
+    }
+
+    /// A fresh policy for the registered `name`.
+    ///
+    /// # Errors
+    /// A configuration error listing every name, built-in and registered, when none is
+    /// registered under `name`.
+    pub fn build(&self, name: &str) -> Result<Box<dyn Policy>> {
+        if let Some(factory) = self.find(name) {
+            return Ok(factory());
+        }
+        let registered: Vec<String> = self
+            .policies
+            .iter()
+            .map(|(n, _)| format!("`{n}`"))
+            .collect();
+        let names = if registered.is_empty() {
+            format!("{} (the program registers none)", PolicyName::ALL_NAMES)
+        } else {
+            format!("{}, {}", PolicyName::ALL_NAMES, registered.join(", "))
+        };
+        Err(Error::config(
+            format!("error: unknown policy `{name}`: expected one of {names}"),
+            "pick one of these names with `--policy` or `[run] policy`, or register the policy \
+             with `Setup::register_policy` in `Master::initialize`",
+        ))
     }
 }
 

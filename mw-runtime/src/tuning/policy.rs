@@ -31,11 +31,18 @@ pub(crate) const CANDIDATES: [PolicyName; 15] = [
     PolicyName::Mfsc,
 ];
 
+/// How much slower than the best a candidate proposed at the last look may simulate and still
+/// be proposed again: about the spread of the simulated times of one candidate from one look
+/// to the next (new task times, another seed).
+const CLOSE: f64 = 0.03;
+
 /// The policy tunlet. Like the factor tunlet it keeps the candidates' simulated times while
 /// the simulation's inputs hold.
 #[derive(Debug, Default)]
 pub(crate) struct PolicyTunlet {
     last: Option<(Key, Vec<(PolicyName, f64)>)>,
+    /// The policy proposed at the last look, if any.
+    proposed: Option<PolicyName>,
     /// Times the candidates were simulated (not reused).
     pub simulations: usize,
 }
@@ -88,12 +95,8 @@ impl PolicyTunlet {
             other => other.starting(),
         };
         let now = times.iter().find(|(p, _)| *p == current)?.1;
-        let mut best = (current, now);
-        for &(p, t) in times {
-            if t < best.1 {
-                best = (p, t);
-            }
-        }
+        let best = choose(times, current, self.proposed);
+        self.proposed = (best.0 != current).then_some(best.0);
         let (policy, time) = best;
         if policy == current || now.is_nan() || now <= 0.0 {
             return None;
@@ -121,6 +124,31 @@ impl PolicyTunlet {
             }),
         })
     }
+}
+
+/// The policy to propose from the simulated `times`: the fastest, or `current` on a tie. Under
+/// noise the candidates close to the best trade places from one look to the next, and a
+/// proposal must hold for `persistence` looks to the same policy: so the policy proposed at
+/// the last look is proposed again while it is within [`CLOSE`] of the best and faster than
+/// `current`.
+pub(crate) fn choose(
+    times: &[(PolicyName, f64)],
+    current: PolicyName,
+    proposed: Option<PolicyName>,
+) -> (PolicyName, f64) {
+    let time = |policy| times.iter().find(|(p, _)| *p == policy).map(|&(_, t)| t);
+    let now = time(current).unwrap_or(f64::INFINITY);
+    let mut best = (current, now);
+    for &(p, t) in times {
+        if t < best.1 {
+            best = (p, t);
+        }
+    }
+    let kept = proposed
+        .filter(|&p| p != current && p != best.0)
+        .and_then(|p| time(p).map(|t| (p, t)))
+        .filter(|&(_, t)| t < now && t <= best.1 * (1.0 + CLOSE));
+    kept.unwrap_or(best)
 }
 
 /// The numbers behind a proposal of the policy tunlet.

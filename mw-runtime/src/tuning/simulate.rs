@@ -48,7 +48,7 @@ use std::collections::{BinaryHeap, HashMap};
 use crate::config::Protocol;
 use crate::load::LoadPattern;
 use crate::measure::{Moments, TaskStats};
-use crate::policy::{Ask, ChunkDone, Plan, PolicyName, sends_ahead};
+use crate::policy::{Ask, ChunkDone, Plan, Policy, PolicyName, sends_ahead};
 
 /// One worker's measured task time.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -110,14 +110,35 @@ pub fn simulate(spec: &Spec<'_>, seed: u64, reps: usize) -> f64 {
     simulate_iteration(spec, seed, reps).time_ms
 }
 
+/// As [`simulate`], with the policies `build` makes (a fresh one a run) instead of
+/// `spec.policy`: for a policy a program registered by name.
+pub fn simulate_with(
+    spec: &Spec<'_>,
+    build: &dyn Fn() -> Box<dyn Policy>,
+    seed: u64,
+    reps: usize,
+) -> f64 {
+    iteration_with(spec, build, seed, reps).time_ms
+}
+
 /// As [`simulate`], with what the master was busy for and the chunks cut (means over `reps`).
 pub fn simulate_iteration(spec: &Spec<'_>, seed: u64, reps: usize) -> Outcome {
+    iteration_with(spec, &|| spec.policy.build(), seed, reps)
+}
+
+fn iteration_with(
+    spec: &Spec<'_>,
+    build: &dyn Fn() -> Box<dyn Policy>,
+    seed: u64,
+    reps: usize,
+) -> Outcome {
     let noisy = spec.workers.iter().any(|w| w.sd_ms > 0.0);
     let reps = if noisy { reps.max(1) } else { 1 };
     let mut sum = Outcome::default();
     for r in 0..reps {
         let one = once(
             spec,
+            build(),
             &mut Normal::new(seed ^ (r as u64).wrapping_mul(0x9E37)),
         );
         sum.time_ms += one.time_ms;
@@ -297,7 +318,7 @@ struct Backlog {
 struct IterationSim<'a, 'r> {
     spec: &'a Spec<'a>,
     master: Master,
-    policy: Box<dyn crate::policy::Policy>,
+    policy: Box<dyn Policy>,
     remaining: usize,
     chunks: usize,
     backlogs: Vec<Backlog>,
@@ -356,7 +377,7 @@ impl IterationSim<'_, '_> {
     }
 }
 
-fn once(spec: &Spec<'_>, rng: &mut Normal) -> Outcome {
+fn once(spec: &Spec<'_>, mut policy: Box<dyn Policy>, rng: &mut Normal) -> Outcome {
     let n = spec.workers.len();
     if n == 0 || spec.tasks == 0 {
         return Outcome {
@@ -365,7 +386,6 @@ fn once(spec: &Spec<'_>, rng: &mut Normal) -> Outcome {
             chunks: 0,
         };
     }
-    let mut policy = spec.policy.build();
     policy.begin(&Plan {
         tasks: spec.tasks,
         workers: n,

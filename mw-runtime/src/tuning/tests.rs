@@ -586,6 +586,71 @@ fn the_simulation_matches_the_obvious_cases() {
 }
 
 #[test]
+fn the_simulation_takes_a_policy_factory() {
+    use simulate::{SimWorker, Spec, simulate, simulate_with};
+    let stats = TaskStats::new(3);
+    let workers = [
+        SimWorker {
+            mean_ms: 1.0,
+            sd_ms: 0.3,
+        },
+        SimWorker {
+            mean_ms: 4.0,
+            sd_ms: 1.2,
+        },
+        SimWorker {
+            mean_ms: 1.0,
+            sd_ms: 0.3,
+        },
+    ];
+    let spec = Spec {
+        tasks: 300,
+        workers: &workers,
+        policy: PolicyName::Static,
+        factor: 0.5,
+        min_chunk: 1,
+        stats: &stats,
+        protocol: Protocol::Async,
+        mo_ms: 0.05,
+        k_ms_per_byte: 0.0,
+        task_bytes: 8.0,
+        result_bytes: 8.0,
+        shared_bytes: 0.0,
+        recover_ms_per_task: 0.0,
+        serial_ms: 1.0,
+        prefetch: 1,
+    };
+    // A factory of `gss` policies simulates as `gss` named in the spec, with the same luck,
+    // whatever policy the spec names.
+    let by_name = simulate(
+        &Spec {
+            policy: PolicyName::Gss,
+            ..spec.clone()
+        },
+        5,
+        4,
+    );
+    let by_factory = simulate_with(&spec, &|| PolicyName::Gss.build(), 5, 4);
+    assert_eq!(by_name, by_factory);
+    // A policy of the program's own: chunks of 10, which the slow worker does not hold back
+    // as it does `static`'s 100.
+    #[derive(Debug)]
+    struct Tens;
+    impl crate::policy::Policy for Tens {
+        fn name(&self) -> &str {
+            "tens"
+        }
+        fn begin(&mut self, _plan: &crate::policy::Plan<'_>) {}
+        fn next_chunk(&mut self, ask: &crate::policy::Ask<'_>) -> usize {
+            ask.remaining.min(10)
+        }
+    }
+    let tens = simulate_with(&spec, &|| Box::new(Tens), 5, 4);
+    let fixed = simulate(&spec, 5, 4);
+    assert!(tens < fixed * 0.6, "tens {tens} ms, static {fixed} ms");
+}
+
+#[test]
 fn prefetched_chunks_hide_the_round_trip_in_the_simulation() {
     use simulate::{SimWorker, Spec, simulate};
     let stats = TaskStats::new(2);
@@ -713,5 +778,41 @@ fn the_policy_tunlet_simulates_the_portfolio() {
     assert_eq!(
         decider.hold(crate::tunables::Tunable::Policy, Some(&to(PolicyName::Af))),
         2
+    );
+}
+
+#[test]
+fn the_policy_tunlet_keeps_proposing_a_close_second() {
+    use policy::choose;
+    let times = [
+        (PolicyName::Daf, 100.0),
+        (PolicyName::Ss, 90.0),
+        (PolicyName::AwfB, 89.0),
+        (PolicyName::Static, 150.0),
+    ];
+    // The fastest, when nothing was proposed before or the last proposal was the fastest.
+    assert_eq!(
+        choose(&times, PolicyName::Daf, None),
+        (PolicyName::AwfB, 89.0)
+    );
+    assert_eq!(
+        choose(&times, PolicyName::Daf, Some(PolicyName::AwfB)),
+        (PolicyName::AwfB, 89.0)
+    );
+    // `ss`, proposed last time, is within 3 % of `awf-b`: proposed again, so that its
+    // streak goes on.
+    assert_eq!(
+        choose(&times, PolicyName::Daf, Some(PolicyName::Ss)),
+        (PolicyName::Ss, 90.0)
+    );
+    // Not a candidate far behind, nor one slower than the current policy.
+    assert_eq!(
+        choose(&times, PolicyName::Daf, Some(PolicyName::Static)),
+        (PolicyName::AwfB, 89.0)
+    );
+    let close = [(PolicyName::Daf, 100.0), (PolicyName::Ss, 101.0)];
+    assert_eq!(
+        choose(&close, PolicyName::Daf, Some(PolicyName::Ss)),
+        (PolicyName::Daf, 100.0)
     );
 }

@@ -1,0 +1,169 @@
+//! A program's own policies registered by name with `Setup::register_policy`: `--policy NAME`
+//! and `[run] policy = "NAME"` select them as they select a built-in one, an unknown name lists
+//! every name, and a name taken by a built-in policy is refused.
+#![allow(clippy::unwrap_used)]
+
+use clap::Parser;
+use mw_runtime::config::ConfigFile;
+use mw_runtime::policy::{Ask, Plan, Policy};
+use mw_runtime::prelude::*;
+use mw_runtime::{ErrorKind, RunConfig, TuningConfig};
+
+/// Chunks of a fixed size, under a name of its own.
+#[derive(Debug)]
+struct Fixed {
+    name: &'static str,
+    size: usize,
+}
+
+impl Policy for Fixed {
+    fn name(&self) -> &str {
+        self.name
+    }
+    fn begin(&mut self, _plan: &Plan<'_>) {}
+    fn next_chunk(&mut self, ask: &Ask<'_>) -> usize {
+        ask.remaining.min(self.size)
+    }
+}
+
+/// Registers `tiles` and `pairs`, and one more policy under `extra` when given.
+struct Registering {
+    extra: Option<&'static str>,
+}
+
+impl Master for Registering {
+    type Task = u32;
+    type Result = u32;
+    type Shared = ();
+
+    fn initialize(&mut self, setup: &mut Setup) -> mw_runtime::Result<()> {
+        setup.register_policy("tiles", || {
+            Box::new(Fixed {
+                name: "tiles",
+                size: 8,
+            })
+        })?;
+        setup.register_policy("pairs", || {
+            Box::new(Fixed {
+                name: "pairs",
+                size: 2,
+            })
+        })?;
+        if let Some(name) = self.extra {
+            setup.register_policy(name, || {
+                Box::new(Fixed {
+                    name: "extra",
+                    size: 1,
+                })
+            })?;
+        }
+        Ok(())
+    }
+
+    fn partition(&mut self, it: &Iteration) -> Work<(), u32> {
+        Work::tasks(if it.index < 2 {
+            (0..40).collect()
+        } else {
+            Vec::new()
+        })
+    }
+
+    fn recover(&mut self, _task: TaskId, _result: u32) {}
+}
+
+#[derive(Default)]
+struct Echo;
+
+impl Worker for Echo {
+    type Task = u32;
+    type Result = u32;
+    type Shared = ();
+    fn do_work(&mut self, _shared: &(), task: &u32) -> u32 {
+        *task
+    }
+}
+
+#[derive(Parser)]
+struct Cli {
+    #[command(flatten)]
+    run: RunArgs,
+}
+
+/// The configuration from `Mw.toml` text and flags, for three quiet workers.
+fn config(toml: &str, flags: &[&str]) -> RunConfig {
+    let file = ConfigFile::parse(toml).unwrap();
+    let args = ["app", "--workers", "3", "--max-workers", "3", "--quiet"]
+        .iter()
+        .chain(flags);
+    let cli = Cli::try_parse_from(args).unwrap();
+    RunConfig {
+        tuning: TuningConfig::off(),
+        ..RunConfig::merge_file(&file, &cli.run).unwrap()
+    }
+}
+
+/// The policies named in the metrics and the chunks of each iteration (of 40 tasks).
+fn run(
+    config: &RunConfig,
+    extra: Option<&'static str>,
+) -> mw_runtime::Result<(Vec<String>, Vec<usize>)> {
+    let report = mw_runtime::run_config(config, move || Registering { extra }, Echo::default)?;
+    let metrics = report.into_metrics().unwrap();
+    Ok(metrics
+        .iterations
+        .iter()
+        .map(|it| (it.policy.clone(), it.chunks))
+        .unzip())
+}
+
+#[test]
+fn a_registered_policy_is_chosen_by_flag() {
+    let (names, chunks) = run(&config("", &["--policy", "tiles"]), None).unwrap();
+    assert_eq!(names, ["tiles", "tiles"]);
+    assert_eq!(chunks, [5, 5], "40 tasks in chunks of 8");
+}
+
+#[test]
+fn a_registered_policy_is_chosen_by_the_file_and_the_flag_wins() {
+    let file = "[run]\npolicy = \"pairs\"\n";
+    let (names, chunks) = run(&config(file, &[]), None).unwrap();
+    assert_eq!(names, ["pairs", "pairs"]);
+    assert_eq!(chunks, [20, 20], "40 tasks in chunks of 2");
+    let (names, _) = run(&config(file, &["--policy", "tiles"]), None).unwrap();
+    assert_eq!(names, ["tiles", "tiles"]);
+    let (names, _) = run(&config(file, &["--policy", "ss"]), None).unwrap();
+    assert_eq!(names, ["ss", "ss"]);
+}
+
+#[test]
+fn an_unknown_policy_lists_every_name() {
+    let e = run(&config("", &["--policy", "tile"]), None).unwrap_err();
+    assert!(matches!(e.kind(), ErrorKind::Config { .. }), "{e}");
+    let e = e.to_string();
+    assert!(e.contains("unknown policy `tile`"), "{e}");
+    for name in ["`daf`", "`awf-b`", "`auto`", "`tiles`", "`pairs`"] {
+        assert!(e.contains(name), "{name} missing from: {e}");
+    }
+    assert!(e.contains("help:") && e.contains("register_policy"), "{e}");
+}
+
+#[test]
+fn a_name_taken_by_a_built_in_policy_is_refused() {
+    for (name, says) in [
+        (
+            "gss",
+            "policy name `gss` is taken by the built-in policy `gss`",
+        ),
+        (
+            "Auto",
+            "policy name `Auto` is taken by the built-in policy `auto`",
+        ),
+        ("tiles", "policy `tiles` is registered twice"),
+        ("my tiles", "`my tiles` cannot name a policy"),
+    ] {
+        let e = run(&config("", &["--policy", "tiles"]), Some(name)).unwrap_err();
+        let e = e.to_string();
+        assert!(e.contains(says), "{name}: {e}");
+        assert!(e.contains("help:"), "{e}");
+    }
+}
