@@ -278,8 +278,9 @@ fn load_note(cores: usize, peak: Option<f64>) -> String {
         ),
         Some(peak) => format!(
             "The machine had {cores} cores and the 1-minute load average, sampled every 5 s, \
-             peaked at {peak:.2}, above the cores: other programs competed with the runs, so \
-             read each spread before its median.\n"
+             peaked at {peak:.2}, above the cores: the suite's own MPI runs (whose ranks poll \
+             for messages) or other programs competed for them at times, so read each spread \
+             before its median.\n"
         ),
         None => format!(
             "The machine had {cores} cores; its load could not be read, so other programs may \
