@@ -86,9 +86,20 @@ pub(crate) fn detect_in(var: impl Fn(&str) -> Option<String>) -> Option<Launch> 
     None
 }
 
-/// Whether this process is one of several launched ones, other than the first.
+/// Set in the environment of a worker the master spawned (`MPI_Comm_spawn`, under
+/// `--max-workers` above the launched ranks): its index, the pool and the master's lifeline.
+#[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+pub(crate) const SPAWNED_WORKER: &str = "MW_SPAWNED_WORKER";
+
+/// Whether the master spawned this process as a worker.
+pub(crate) fn is_spawned_worker() -> bool {
+    std::env::var_os(SPAWNED_WORKER).is_some()
+}
+
+/// Whether this process is one of several launched ones, other than the first, or a spawned
+/// worker.
 pub(crate) fn is_worker_rank() -> bool {
-    detect().is_some_and(|launch| launch.rank.is_some_and(|rank| rank != 0))
+    is_spawned_worker() || detect().is_some_and(|launch| launch.rank.is_some_and(|rank| rank != 0))
 }
 
 /// The error of the MPI backend when MPI sees `seen` processes, fewer than the 2 it needs: the

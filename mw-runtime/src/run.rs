@@ -154,7 +154,9 @@ where
     let use_mpi = match config.backend {
         BackendChoice::Local => false,
         BackendChoice::Mpi => true,
-        BackendChoice::Auto => launch::detect().is_some_and(|launch| launch.size > 1),
+        BackendChoice::Auto => {
+            launch::is_spawned_worker() || launch::detect().is_some_and(|launch| launch.size > 1)
+        }
     };
     if use_mpi && config.link.is_some() {
         return Err(Error::config(

@@ -57,9 +57,12 @@ where
         None => (0, config.tunables(pool), TaskStats::new(pool)),
     };
     let tunables = TunablesHandle::new(tunables, pool);
-    let (objective, objective_reason) = config
+    let (objective, mut objective_reason) = config
         .tuning
         .objective_for(link.parked_released(), link.backend());
+    if let (None, Some(note)) = (config.tuning.objective, link.parked_note()) {
+        objective_reason = note;
+    }
     let mut engine = Engine {
         master,
         link,
@@ -546,6 +549,11 @@ where
             .filter(|&w| self.healthy[w] && self.held[w].is_empty())
             .take(it.workers)
             .collect();
+        for worker in (0..pool).filter(|w| !chosen.contains(w)) {
+            if self.healthy[worker] && self.held[worker].is_empty() {
+                self.link.park(worker);
+            }
+        }
         for &worker in &chosen {
             self.activate(&mut round, worker)?;
         }

@@ -118,6 +118,16 @@ pub(crate) trait MasterLink<T, S, R> {
     fn parked_released(&self) -> bool {
         true
     }
+    /// What holds of parked workers when it is more than [`parked_released`]
+    /// (Self::parked_released) says, for the summary's objective reason.
+    fn parked_note(&self) -> Option<String> {
+        None
+    }
+    /// `worker`, holding nothing, takes no part in the iteration that starts: a backend that
+    /// started a process for it may release it.
+    fn park(&mut self, worker: usize) {
+        let _ = worker;
+    }
     /// Whether a worker still busy when the run ends can be left behind at no cost: a detached
     /// thread can; an MPI rank only when mpirun keeps the job going once it is ended.
     fn can_leave_behind(&self) -> bool {

@@ -4,6 +4,7 @@
 use mpi::topology::{Communicator, SimpleCommunicator};
 
 use super::master_link::MpiMaster;
+use super::spawn::{self, Spawner};
 use super::worker_link::MpiWorker;
 use super::{layout, lifeline};
 use crate::config::Protocol;
@@ -36,6 +37,10 @@ where
     // A communicator of its own for every run (a collective call, so every rank makes the same
     // one): a worker that finished the last run and already says `Ready` for the next cannot have
     // that message taken for a late answer of the last run.
+    if let Some(joining) = spawn::joining() {
+        serve_spawned(config, worker, universe, &joining);
+        return Ok(None);
+    }
     let world = SimpleCommunicator::world().duplicate();
     let size = world.size() as usize;
     if size < 2 {
@@ -45,17 +50,39 @@ where
         ));
     }
     let rank = world.rank() as usize;
-    let layout = layout::gather(&world);
-    let lifelines = lifeline::connect(&world);
+    // With `--max-workers` above the launched worker ranks, the rest are spawned as needed.
+    let launched = size - 1;
+    let asked = config.max_workers.unwrap_or(launched).max(launched);
+    // Spawned workers need free slots in the allocation: a spawn Open MPI refuses leaves it
+    // unable to finalize, so the pool takes only what the allocation can hold.
+    let free = if asked > launched {
+        spawn::free_slots(size)
+    } else {
+        None
+    };
+    let pool = free.map_or(asked, |free| asked.min(launched + free));
+    if rank == 0 && pool < asked {
+        eprintln!(
+            "warning: --max-workers {asked} asks for {} worker(s) beyond the {launched} launched \
+             rank(s), but the allocation has room for {} more (MPI_UNIVERSE_SIZE {}, without \
+             mpirun's `--oversubscribe`); the run goes on with a pool of {pool}",
+            asked - launched,
+            pool - launched,
+            spawn::universe_size().unwrap_or(size),
+        );
+    }
+    let layout = layout::gather(&world, pool - launched);
+    let lifelines = lifeline::connect(&world, pool);
     if rank == 0 {
-        if let Some(max) = config.max_workers.filter(|&m| m != size - 1) {
+        if let Some(max) = config.max_workers.filter(|&m| m < launched) {
             eprintln!(
-                "warning: --max-workers {max} is ignored under MPI: the pool is the {} launched \
-                 worker ranks",
-                size - 1
+                "warning: --max-workers {max} is below the {launched} launched worker ranks, \
+                 which all take part in the pool"
             );
         }
-        let mut link = MpiMaster::new(world, config.protocol, layout, lifelines);
+        let address = lifelines.as_ref().and_then(|l| l.address());
+        let spawner = Spawner::new(launched, pool, address);
+        let mut link = MpiMaster::new(world, config.protocol, layout, lifelines, spawner);
         let outcome = guarded(|| run_master(&mut master(), &mut link, config, app));
         let leave_unfinalized = link.lost_any();
         let panicked = outcome
@@ -69,6 +96,9 @@ where
             if let Err(stop) = stop_workers(&mut link) {
                 eprintln!("warning: after the master's panic, stopping the workers: {stop}");
             }
+        }
+        if let Some(summary) = link.spawner.summary().filter(|_| !config.quiet) {
+            eprintln!("{summary}");
         }
         drop(link);
         finalize(universe, leave_unfinalized);
@@ -86,6 +116,51 @@ where
         finalize(universe, leave_unfinalized);
         Ok(None)
     }
+}
+
+/// A spawned worker's part: it joins the master through its parent intercommunicator, serves,
+/// and is released (its communicators freed, the parent disconnected) before it ends.
+fn serve_spawned<W: crate::app::Worker>(
+    config: &crate::config::RunConfig,
+    worker: impl Fn() -> W,
+    universe: Option<mpi::environment::Universe>,
+    joining: &spawn::Joining,
+) {
+    let Some((parent, merged)) = spawn::join() else {
+        eprintln!(
+            "warning: this process was started as a spawned worker (`{}` is set) but has no \
+             parent to join; it stops",
+            spawn::ENV
+        );
+        finalize(universe, false);
+        return;
+    };
+    let me = mpi::environment::processor_name().unwrap_or_default();
+    let host = if joining.host == me {
+        "127.0.0.1"
+    } else {
+        &joining.host
+    };
+    if joining.port != 0 {
+        lifeline::join(host, joining.port, joining.index as u32 + 1);
+    }
+    let setup = crate::app::WorkerSetup {
+        index: joining.index,
+        pool: joining.pool,
+        backend: "mpi",
+    };
+    let mut link = MpiWorker::new(merged, config.protocol);
+    crate::engine::worker::serve(&worker, &setup, &config.load, &mut link);
+    let leave_unfinalized = link.leave_unfinalized;
+    drop(link);
+    if leave_unfinalized {
+        std::mem::forget(parent);
+    } else {
+        // `MPI_Comm_disconnect`, with the master doing the same. Disconnected, the parent is
+        // `MPI_COMM_NULL`, which rsmpi's finalization then leaves alone.
+        drop(parent);
+    }
+    finalize(universe, leave_unfinalized);
 }
 
 /// Ends MPI when this run started it. After a worker was lost, `MPI_Finalize` is left out on

@@ -14,7 +14,7 @@ const NAME: usize = 256;
 const REPORT: usize = NAME + 16;
 
 /// Where a worker's process runs.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(super) struct Place {
     pub node: String,
     pub pid: u32,
@@ -22,7 +22,7 @@ pub(super) struct Place {
 
 /// Collective over `world`: on rank 0, the layout of ranks `1..size` (the workers) and where
 /// each runs; on the others, `None`.
-pub(super) fn gather(world: &SimpleCommunicator) -> Option<(Layout, Vec<Place>)> {
+pub(super) fn gather(world: &SimpleCommunicator, slots: usize) -> Option<(Layout, Vec<Place>)> {
     let name = mpi::environment::processor_name().unwrap_or_default();
     let cores = std::thread::available_parallelism().map_or(1, usize::from);
     let mut mine = [0u8; REPORT];
@@ -37,32 +37,34 @@ pub(super) fn gather(world: &SimpleCommunicator) -> Option<(Layout, Vec<Place>)>
     }
     let mut all = vec![0u8; REPORT * world.size() as usize];
     root.gather_into_root(&mine[..], &mut all[..]);
-    Some(parse(&all))
+    Some(parse(&all, slots))
 }
 
-/// The workers' layout and places from the reports of all ranks, rank 0's first.
-fn parse(all: &[u8]) -> (Layout, Vec<Place>) {
+/// The workers' layout and places from the reports of all ranks, rank 0's first; `slots`
+/// workers to be spawned count as on the master's node (where Open MPI puts them unless the
+/// allocation spans more nodes).
+fn parse(all: &[u8], slots: usize) -> (Layout, Vec<Place>) {
     let word = |bytes: &[u8]| {
         let mut word = [0u8; 8];
         word.copy_from_slice(bytes);
         u64::from_le_bytes(word)
     };
-    let reports: Vec<(Place, usize)> = all
-        .chunks_exact(REPORT)
-        .skip(1)
-        .map(|report| {
-            let name = &report[..NAME];
-            let end = name.iter().position(|&b| b == 0).unwrap_or(NAME);
-            let place = Place {
-                node: String::from_utf8_lossy(&name[..end]).into_owned(),
-                pid: u32::try_from(word(&report[NAME + 8..])).unwrap_or(0),
-            };
-            (place, word(&report[NAME..NAME + 8]) as usize)
-        })
-        .collect();
+    let read = |report: &[u8]| {
+        let name = &report[..NAME];
+        let end = name.iter().position(|&b| b == 0).unwrap_or(NAME);
+        let place = Place {
+            node: String::from_utf8_lossy(&name[..end]).into_owned(),
+            pid: u32::try_from(word(&report[NAME + 8..])).unwrap_or(0),
+        };
+        (place, word(&report[NAME..NAME + 8]) as usize)
+    };
+    let reports: Vec<(Place, usize)> = all.chunks_exact(REPORT).skip(1).map(read).collect();
+    let master = all.chunks_exact(REPORT).next().map(read);
+    let spawned = master.iter().cycle().take(slots);
     let layout = Layout::from_workers(
         reports
             .iter()
+            .chain(spawned)
             .map(|(place, cores)| (place.node.as_str(), *cores)),
     );
     (
@@ -90,7 +92,7 @@ mod tests {
             .flat_map(|&(name, cores)| report(name, cores))
             .collect();
         // Rank 0 (the master) is left out: workers on n0, n1, n0.
-        let (layout, places) = parse(&all);
+        let (layout, places) = parse(&all, 0);
         let nodes: Vec<_> = places.iter().map(|p| (p.node.as_str(), p.pid)).collect();
         assert_eq!(nodes, [("n0", 108), ("n1", 104), ("n0", 108)]);
         assert_eq!(layout.nodes(), 2);

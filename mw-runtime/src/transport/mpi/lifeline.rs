@@ -46,12 +46,12 @@ pub(super) type Ended = Vec<(usize, String)>;
 /// Collective over `world`: rank 0 listens and tells the others where; the others connect.
 /// `None` on the workers, and on the master when it could not listen (deaths are then noticed by
 /// the engine's liveness timeout only).
-pub(super) fn connect(world: &SimpleCommunicator) -> Option<Lifelines> {
+pub(super) fn connect(world: &SimpleCommunicator, pool: usize) -> Option<Lifelines> {
     let root = world.process_at_rank(0);
     let mut address = [0u8; 2 + NAME];
     let me = mpi::environment::processor_name().unwrap_or_default();
     if world.rank() == 0 {
-        let lifelines = Lifelines::listen(Ipv4Addr::UNSPECIFIED, world.size() as usize - 1);
+        let lifelines = Lifelines::listen(Ipv4Addr::UNSPECIFIED, pool);
         let port = lifelines
             .listener
             .as_ref()
@@ -72,18 +72,24 @@ pub(super) fn connect(world: &SimpleCommunicator) -> Option<Lifelines> {
     let name = String::from_utf8_lossy(&name[..name.iter().position(|&b| b == 0).unwrap_or(NAME)]);
     // On the master's node, the loopback address always works.
     let host = if name == me { "127.0.0.1" } else { &name };
+    join(host, port, world.rank() as u32);
+    None
+}
+
+/// On a worker: connects its lifeline to the master's node `host` at `port`, saying it is
+/// worker `rank - 1`.
+pub(super) fn join(host: &str, port: u16, rank: u32) {
     let mut kept = KEPT.lock().unwrap_or_else(|e| e.into_inner());
     // The last run's master is done with it.
     *kept = None;
-    match reach(host, port, world.rank() as u32) {
+    match reach(host, port, rank) {
         Ok(stream) => *kept = Some(stream),
         Err(e) => eprintln!(
-            "warning: worker rank {} cannot reach the master at {host}:{port} ({e}); if it dies, \
+            "warning: worker {} cannot reach the master at {host}:{port} ({e}); if it dies, \
              the master notices only by its silence",
-            world.rank()
+            rank - 1
         ),
     }
-    None
 }
 
 /// On a worker: whether the master's process ended (its end of the connection closed). A master
@@ -130,6 +136,13 @@ impl Lifelines {
             named: (0..pool).map(|_| None).collect(),
             looked: Instant::now(),
         }
+    }
+
+    /// Where workers reach the master: its port, and its node's name (`None` without a
+    /// listener).
+    pub(super) fn address(&self) -> Option<(u16, String)> {
+        let port = self.listener.as_ref()?.local_addr().ok()?.port();
+        Some((port, mpi::environment::processor_name().unwrap_or_default()))
     }
 
     /// Looks at the connections, at most every [`LOOK_EVERY`]: workers whose connection ended

@@ -15,6 +15,7 @@ use super::layout::Place;
 use super::lifeline::Lifelines;
 use super::messages::decode;
 use super::posted::Posted;
+use super::spawn::{Spawner, Taken};
 use super::{
     CHUNK, DONE, FAILED, FATAL, FINISHED, KILL, LEAVE_UNFINALIZED, LOST, READY, SHARED, STOP,
 };
@@ -41,16 +42,21 @@ struct Gone {
     /// Lost workers not yet reported, with what was seen.
     unreported: VecDeque<(usize, String)>,
     lifelines: Option<Lifelines>,
+    /// A worker's process died or was ended: no rank may call `MPI_Finalize`.
+    lost: bool,
 }
 
 impl Gone {
     /// Looks at the lifelines: every worker found dead is given up (its sends abandoned) and
     /// queued to be reported. A worker with a message still waiting is reported after it.
-    fn look(&mut self, comms: &Comms, posted: &mut VecDeque<Posted>) {
+    fn look(&mut self, comms: &Comms, posted: &mut VecDeque<Posted>, spawner: &mut Spawner) {
         let Some(lifelines) = &mut self.lifelines else {
             return;
         };
         let waiting = |worker: usize| {
+            if spawner.is_slot(worker) {
+                return spawner.waiting_from(worker);
+            }
             let rank = Rank::try_from(worker + 1).unwrap_or(Rank::MAX);
             mpi::point_to_point::Source::immediate_probe(&comms.inline.process_at_rank(rank))
                 .is_some()
@@ -58,6 +64,8 @@ impl Gone {
         for (worker, why) in lifelines.look(waiting) {
             if !self.gone[worker] {
                 self.give_up(worker, posted);
+                spawner.lose(worker);
+                self.lost = true;
                 self.unreported.push_back((worker, why));
             }
         }
@@ -98,6 +106,8 @@ pub(super) struct MpiMaster<T, S, R> {
     pub(super) places: Vec<Place>,
     node: String,
     gone: Gone,
+    /// The workers beyond the launched ranks, spawned as needed.
+    pub(super) spawner: Spawner,
 }
 
 impl<T, S, R> MpiMaster<T, S, R> {
@@ -106,8 +116,9 @@ impl<T, S, R> MpiMaster<T, S, R> {
         protocol: Protocol,
         layout: Option<(Layout, Vec<Place>)>,
         lifelines: Option<Lifelines>,
+        spawner: Spawner,
     ) -> Self {
-        let pool = world.size() as usize - 1;
+        let pool = world.size() as usize - 1 + spawner.slots();
         let (layout, places) = layout.map_or((None, Vec::new()), |(l, p)| (Some(l), p));
         MpiMaster {
             layout,
@@ -124,7 +135,9 @@ impl<T, S, R> MpiMaster<T, S, R> {
                 gone: vec![false; pool],
                 unreported: VecDeque::new(),
                 lifelines,
+                lost: false,
             },
+            spawner,
         }
     }
 
@@ -133,7 +146,7 @@ impl<T, S, R> MpiMaster<T, S, R> {
     /// iteration a worker may still be handing back an answer, under sync waiting for the master
     /// to take it, which the master does only once its `Stop`s are out. `Kill` too: the worker
     /// asked to end another may be busy with a chunk.
-    fn post(&mut self, rank: Rank, tag: Tag, bytes: Outgoing) {
+    fn post(&mut self, worker: usize, tag: Tag, bytes: Outgoing) {
         let synchronous = self.protocol == Protocol::Sync && tag != STOP && tag != KILL;
         // Only a long message has a header: taking a spare buffer for a short one would free
         // it, and the next chunk would allocate afresh.
@@ -142,6 +155,15 @@ impl<T, S, R> MpiMaster<T, S, R> {
         } else {
             Vec::new()
         };
+        if let Some(spawned) = self.spawner.spawned(worker) {
+            let queue = &mut spawned.posted;
+            post_message(&spawned.comms, 1, tag, bytes, synchronous, header, queue);
+            if synchronous {
+                self.settle(worker);
+            }
+            return;
+        }
+        let rank = worker as Rank + 1;
         let comms = &self.end.comms;
         post_message(
             comms,
@@ -153,25 +175,34 @@ impl<T, S, R> MpiMaster<T, S, R> {
             &mut self.posted,
         );
         if synchronous {
-            self.settle(rank);
+            self.settle(worker);
         }
     }
 
-    /// Waits until every send is complete, or `rank`, which they go to, is found dead.
-    fn settle(&mut self, rank: Rank) {
+    /// Waits until every send is complete, or `worker`, which they go to, is found dead.
+    fn settle(&mut self, worker: usize) {
         let mut backoff = Backoff::new(Duration::from_millis(1), Duration::from_millis(1));
         let mut tests = 0u32;
-        while !self.posted.iter_mut().all(Posted::test) {
+        while !self.sent(worker) {
             backoff.wait();
             tests = tests.wrapping_add(1);
             if tests % CHECK_EVERY == 0 || backoff.sleeping() {
-                self.gone.look(&self.end.comms, &mut self.posted);
-                if self.gone.gone[rank as usize - 1] {
+                let spawner = &mut self.spawner;
+                self.gone.look(&self.end.comms, &mut self.posted, spawner);
+                if self.gone.gone[worker] {
                     break;
                 }
             }
         }
         self.reap();
+    }
+
+    /// Whether every send to `worker` is complete (to a launched rank: every send).
+    fn sent(&mut self, worker: usize) -> bool {
+        match self.spawner.spawned(worker) {
+            Some(spawned) => spawned.posted.iter_mut().all(Posted::test),
+            None => self.posted.iter_mut().all(Posted::test),
+        }
     }
 
     /// Keeps a sent message's buffer for the next one, unless it is large (a fresh allocation
@@ -189,6 +220,9 @@ impl<T, S, R> MpiMaster<T, S, R> {
     /// progress (small sends finish at once; one ahead to a busy worker may wait for it), and
     /// all of them once many are in progress.
     fn reap(&mut self) {
+        for bytes in self.spawner.reap() {
+            self.recycle(bytes);
+        }
         while self.posted.front_mut().is_some_and(Posted::test) {
             if let Some(done) = self.posted.pop_front() {
                 let bytes = done.finish();
@@ -220,28 +254,47 @@ impl<T, S, R> MpiMaster<T, S, R> {
             if let Some((worker, why)) = self.gone.unreported.pop_front() {
                 return Ok(Some((worker, LOST, Body::Bulk(why.into_bytes()))));
             }
+            if let Some((worker, tag)) = self.spawner.owed.pop_front() {
+                // A slot is ready, or finished, without a process: nothing to decode.
+                let mut none = Vec::new();
+                None::<String>.encode(&mut none);
+                return Ok(Some((worker, tag, Body::Bulk(none))));
+            }
+            let taken = self.spawner.take(&mut self.end.inbox)?;
+            self.released();
+            match taken {
+                Some(Taken::Pass(worker, tag, body)) if !self.gone.gone[worker] => {
+                    return Ok(Some((worker, tag, body)));
+                }
+                Some(_) => continue,
+                None => {}
+            }
             let mut backoff = Backoff::new(Duration::from_micros(200), Duration::from_millis(1));
             let mut tests = 0u32;
             let (comms, gone, posted) = (&self.end.comms, &mut self.gone, &mut self.posted);
+            let spawner = &mut self.spawner;
+            let mut spawned_waiting = false;
             let keep_waiting = |body_from: Option<Rank>| {
                 backoff.wait();
                 tests = tests.wrapping_add(1);
                 if tests % CHECK_EVERY != 0 && !backoff.sleeping() {
                     return true;
                 }
-                gone.look(comms, posted);
+                gone.look(comms, posted, spawner);
                 match body_from {
                     // The rest of a long message: only its sender's death ends the wait.
                     Some(rank) => !gone.gone[rank as usize - 1],
                     None => {
+                        spawned_waiting = spawner.elastic() && spawner.waiting();
                         gone.unreported.is_empty()
+                            && !spawned_waiting
                             && deadline.is_none_or(|deadline| Instant::now() < deadline)
                     }
                 }
             };
             let Some((rank, tag, body)) = receive(comms, &mut self.end.inbox, None, keep_waiting)?
             else {
-                if self.gone.unreported.is_empty() {
+                if self.gone.unreported.is_empty() && !spawned_waiting {
                     return Ok(None);
                 }
                 continue;
@@ -300,7 +353,7 @@ impl<T, S, R> MpiMaster<T, S, R> {
 
 impl<T: Message, S: Message, R: Message> MasterLink<T, S, R> for MpiMaster<T, S, R> {
     fn pool(&self) -> usize {
-        (self.end.comms.inline.size() - 1) as usize
+        self.gone.gone.len()
     }
 
     fn layout(&self) -> Option<Layout> {
@@ -312,12 +365,14 @@ impl<T: Message, S: Message, R: Message> MasterLink<T, S, R> for MpiMaster<T, S,
     }
 
     fn send(&mut self, worker: usize, message: ToWorker<T, S>) -> Result<()> {
-        let rank = Rank::try_from(worker + 1)
-            .ok()
-            .filter(|_| worker < self.gone.gone.len())
-            .ok_or_else(|| Error::backend(format!("no worker {worker} in the pool")))?;
+        if worker >= self.gone.gone.len() {
+            return Err(Error::backend(format!("no worker {worker} in the pool")));
+        }
         if self.gone.gone[worker] {
             // Given up on: nothing reaches it any more.
+            return Ok(());
+        }
+        if self.spawner.is_slot(worker) && !self.reach_slot(worker, &message) {
             return Ok(());
         }
         let (tag, bytes) = match message {
@@ -355,7 +410,7 @@ impl<T: Message, S: Message, R: Message> MasterLink<T, S, R> for MpiMaster<T, S,
                 (STOP, Outgoing::Own(bytes))
             }
         };
-        self.post(rank, tag, bytes);
+        self.post(worker, tag, bytes);
         Ok(())
     }
 
@@ -392,14 +447,47 @@ impl<T: Message, S: Message, R: Message> MasterLink<T, S, R> for MpiMaster<T, S,
         recovery_enabled()
     }
 
-    /// Every rank was launched with the job and keeps its allocation until the job ends.
+    /// A launched rank keeps its allocation until the job ends; a spawned one is released when
+    /// parked. So parked workers are released when the pool is mostly spawned: the launched
+    /// ranks then cost the same whatever `nworkers` is, and the rest only while they work.
     fn parked_released(&self) -> bool {
-        false
+        self.spawner.slots() > self.spawner.launched
+    }
+
+    fn parked_note(&self) -> Option<String> {
+        let spawner = &self.spawner;
+        spawner.elastic().then(|| {
+            format!(
+                "the {} launched MPI rank(s) keep their allocation, the {} spawned ones are \
+                 released when parked",
+                spawner.launched,
+                spawner.slots()
+            )
+        })
+    }
+
+    fn park(&mut self, worker: usize) {
+        if self.gone.gone.get(worker) == Some(&false) {
+            self.release_slot(worker, false);
+        }
     }
 
     fn forsake(&mut self, worker: usize) {
         if self.gone.gone.get(worker) == Some(&false) {
             self.gone.give_up(worker, &mut self.posted);
+            if self.spawner.is_slot(worker) {
+                // A slot without a process costs nothing to give up.
+                if let Some(place) = self.spawner.lose(worker) {
+                    self.gone.lost = true;
+                    if self.places.len() <= worker {
+                        self.places.resize(worker + 1, Place::default());
+                    }
+                    self.places[worker] = place;
+                    self.end_process(worker);
+                }
+                return;
+            }
+            self.gone.lost = true;
             self.end_process(worker);
         }
     }
@@ -409,12 +497,70 @@ impl<T, S, R> MpiMaster<T, S, R> {
     /// Whether a worker was lost or given up on in this run: then no rank calls `MPI_Finalize`,
     /// whose closing synchronization over every rank of the job may wait for a dead one forever.
     pub(super) fn lost_any(&self) -> bool {
-        self.gone.gone.contains(&true)
+        self.gone.lost || self.spawner.broken
+    }
+
+    /// Stops watching the lifelines of spawned workers released since the last call.
+    fn released(&mut self) {
+        for worker in self.spawner.released.drain(..) {
+            if let Some(lifelines) = &mut self.gone.lifelines {
+                lifelines.release(worker);
+            }
+        }
+    }
+
+    /// Gets `worker`, a slot, ready for `message`: spawns its process for work, or releases it
+    /// for `Stop`. `false` when the message is not to be sent (a `Stop` to a slot, answered
+    /// here; work for a slot that cannot be spawned, reported lost).
+    fn reach_slot(&mut self, worker: usize, message: &ToWorker<T, S>) -> bool {
+        if matches!(message, ToWorker::Stop) {
+            self.release_slot(worker, true);
+            return false;
+        }
+        let ensured = self.spawner.ensure(worker, &mut self.end.inbox);
+        self.released();
+        match ensured {
+            Ok(()) => true,
+            Err(why) => {
+                self.gone
+                    .unreported
+                    .push_back((worker, format!("not spawned: {why}")));
+                for other in self.spawner.close_vacant() {
+                    self.gone
+                        .unreported
+                        .push_back((other, "not spawned (see above)".to_owned()));
+                }
+                false
+            }
+        }
+    }
+
+    /// Tells the process of `worker`, a slot, to stop; `report` when the engine waits for its
+    /// `Finished` (at the end of the run).
+    fn release_slot(&mut self, worker: usize, report: bool) {
+        let leave = self.lost_any();
+        self.spawner.leaving = leave;
+        let spare = &mut self.spare;
+        self.spawner.release(worker, report, |spawned| {
+            let mut bytes = spare.pop().unwrap_or_default();
+            if leave {
+                bytes.push(LEAVE_UNFINALIZED);
+            }
+            post_message(
+                &spawned.comms,
+                1,
+                STOP,
+                Outgoing::Own(bytes),
+                false,
+                Vec::new(),
+                &mut spawned.posted,
+            );
+        });
     }
 
     /// Ends the process of `worker`, given up on; says what it did, or why it could not.
     fn end_process(&mut self, worker: usize) {
-        let Some(place) = self.places.get(worker).cloned() else {
+        let Some(place) = self.places.get(worker).filter(|p| p.pid != 0).cloned() else {
             return;
         };
         let rank = worker + 1;
@@ -444,7 +590,7 @@ impl<T, S, R> MpiMaster<T, S, R> {
         match helper {
             Some(helper) => {
                 let pid = place.pid.to_le_bytes().to_vec();
-                self.post(helper as Rank + 1, KILL, Outgoing::Own(pid));
+                self.post(helper, KILL, Outgoing::Own(pid));
                 eprintln!(
                     "warning: worker {worker} (rank {rank}) was given up on; worker {helper} ends \
                      its process {} on {}{recovery}",

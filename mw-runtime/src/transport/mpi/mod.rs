@@ -43,6 +43,7 @@ mod master_link;
 mod messages;
 mod parts;
 mod posted;
+mod spawn;
 mod worker_link;
 
 use mpi::Tag;

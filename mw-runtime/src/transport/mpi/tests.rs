@@ -15,6 +15,7 @@ use mpi::topology::Communicator;
 
 use super::bootstrap::finalize;
 use super::master_link::{MpiMaster, recovery_enabled};
+use super::spawn::Spawner;
 use super::worker_link::MpiWorker;
 use super::{kill, layout, lifeline};
 use crate::config::Protocol;
@@ -41,8 +42,8 @@ fn a_dead_worker_is_lost_once_and_a_stopped_one_is_ended() {
     }
     let universe = mpi::initialize().unwrap();
     let world = universe.world().duplicate();
-    let layout = layout::gather(&world);
-    let lifelines = lifeline::connect(&world);
+    let layout = layout::gather(&world, 0);
+    let lifelines = lifeline::connect(&world, world.size() as usize - 1);
     if world.rank() != 0 {
         let rank = world.rank();
         let mut link = MpiWorker::<u32, u32>::new(world, Protocol::Async);
@@ -86,7 +87,9 @@ fn a_dead_worker_is_lost_once_and_a_stopped_one_is_ended() {
         return;
     }
 
-    let mut link = MpiMaster::<u32, u32, u32>::new(world, Protocol::Async, layout, lifelines);
+    let spawner = Spawner::new(3, 3, None);
+    let mut link =
+        MpiMaster::<u32, u32, u32>::new(world, Protocol::Async, layout, lifelines, spawner);
     for worker in 0..3 {
         let part = Arc::new(7);
         link.send(worker, ToWorker::Shared { iteration: 0, part })

@@ -1,0 +1,104 @@
+//! Growing past the launched ranks under MPI: `--max-workers 6` with one launched worker rank,
+//! and `nworkers` asked to go up and down, so worker processes are spawned and released. Run it
+//! under MPI, e.g.
+//!
+//!     cargo test -p mw-runtime --features mpi --test mpi_elastic --no-run
+//!     mpirun -np 2 --oversubscribe target/debug/deps/mpi_elastic-<hash> [sync]
+//!
+//! With `--oversubscribe` the run must reach 6 workers; without it (and no free slot in the
+//! allocation) the pool stays the launched worker, and the run must finish on it.
+//! Either way every result is recovered exactly once (the checker's `final_work`). Spawned
+//! workers run this same program with the same arguments: their run returns no metrics.
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use common::{Checker, Scenario, Sleeper, config};
+use mw_runtime::prelude::*;
+use mw_runtime::{PolicyName, RunConfig};
+
+fn main() {
+    let launched = ["OMPI_COMM_WORLD_SIZE", "MW_SPAWNED_WORKER"]
+        .iter()
+        .any(|var| std::env::var_os(var).is_some());
+    if !launched {
+        println!(
+            "mpi elastic suite skipped: not launched under mpirun (try `mpirun -np 2 \
+             --oversubscribe {}`)",
+            std::env::args().next().unwrap_or_default()
+        );
+        return;
+    }
+    let protocol = if std::env::args().any(|a| a == "sync") {
+        Protocol::Sync
+    } else {
+        Protocol::Async
+    };
+    let launched = std::env::var("OMPI_COMM_WORLD_SIZE")
+        .ok()
+        .and_then(|s| s.parse::<usize>().ok())
+        .map_or(1, |size| size - 1);
+    let oversubscribed = std::env::var("OMPI_MCA_rmaps_base_oversubscribe").is_ok_and(|v| v == "1");
+    // Without room for more processes, the pool is the launched ranks.
+    let expected = if oversubscribed { 6 } else { launched };
+    // Up to 6, down to 2 (spawned workers released), up again (spawned anew), down to 1.
+    let scenario = Scenario {
+        iterations: (0..6).map(|_| vec![3_000; 48]).collect(),
+        nworkers: [6, 2, 6, 1, 4, 6].map(|n| n.min(expected)).to_vec(),
+        panic_at: None,
+    };
+    let config = RunConfig {
+        backend: BackendChoice::Mpi,
+        workers: Some(1),
+        max_workers: Some(6),
+        ..config(6, PolicyName::Daf, protocol, 0.5)
+    };
+    let outcome =
+        mw_runtime::run_config(&config, || Checker::new(&scenario), || Sleeper::new(None));
+    let metrics = match outcome {
+        Ok(report) => match report.into_metrics() {
+            Some(metrics) => metrics,
+            // A worker, launched or spawned.
+            None => return,
+        },
+        Err(e) => {
+            println!("elastic/{protocol}: the run failed: {e}");
+            println!("0 passed, 1 failed");
+            std::process::exit(1);
+        }
+    };
+    let most = metrics
+        .iterations
+        .iter()
+        .map(|i| i.workers)
+        .max()
+        .unwrap_or(0);
+    let mut wrong = Vec::new();
+    if metrics.pool != expected {
+        wrong.push(format!("the pool is {}, not {expected}", metrics.pool));
+    }
+    if most != expected {
+        wrong.push(format!("at most {most} workers took part, not {expected}"));
+    }
+    let objective = if oversubscribed {
+        // 5 of the 6 workers are spawned, released when parked.
+        metrics.objective == "index" && metrics.objective_reason.contains("spawned")
+    } else {
+        metrics.objective == "time"
+    };
+    if !objective {
+        wrong.push(format!(
+            "objective {} ({})",
+            metrics.objective, metrics.objective_reason
+        ));
+    }
+    let workers: Vec<usize> = metrics.iterations.iter().map(|i| i.workers).collect();
+    if wrong.is_empty() {
+        println!("elastic/{protocol}: ok, workers by iteration {workers:?}");
+        println!("1 passed, 0 failed");
+    } else {
+        println!("elastic/{protocol}: {}", wrong.join("; "));
+        println!("0 passed, 1 failed");
+        std::process::exit(1);
+    }
+}
