@@ -55,13 +55,25 @@ where
     let asked = config.max_workers.unwrap_or(launched).max(launched);
     // Spawned workers need free slots in the allocation: a spawn Open MPI refuses leaves it
     // unable to finalize, so the pool takes only what the allocation can hold.
-    let free = if asked > launched {
-        spawn::free_slots(size)
-    } else {
+    let srun = crate::launch::detect()
+        .is_some_and(|launch| launch.launcher == crate::launch::Launcher::Srun);
+    let free = if asked <= launched {
         None
+    } else if srun {
+        // Slurm's PMIx server does not serve spawns: the tasks srun started are the pool.
+        Some(0)
+    } else {
+        spawn::free_slots(size)
     };
     let pool = free.map_or(asked, |free| asked.min(launched + free));
-    if rank == 0 && pool < asked {
+    if rank == 0 && pool < asked && srun {
+        eprintln!(
+            "warning: --max-workers {asked} asks for workers beyond the {launched} tasks srun \
+             started, and under srun no process can be spawned (Slurm's PMIx does not serve \
+             MPI_Comm_spawn); the run goes on with a pool of {pool}: launch with `mpirun -np \
+             {size}` inside the allocation to grow into its free slots"
+        );
+    } else if rank == 0 && pool < asked {
         eprintln!(
             "warning: --max-workers {asked} asks for {} worker(s) beyond the {launched} launched \
              rank(s), but the allocation has room for {} more (MPI_UNIVERSE_SIZE {}, without \

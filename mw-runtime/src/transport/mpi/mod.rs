@@ -31,7 +31,7 @@
 //! One concern a module: [`framing`] puts messages on the wire and takes them off (whole or in
 //! parts), [`messages`] encodes what only this backend sends, [`master_link`] and
 //! [`worker_link`] are the two ends the engine talks to, and [`bootstrap`] starts a run on every
-//! rank and ends MPI after it.
+//! rank and ends MPI after it, and [`spawn`] grows the pool past the launched ranks.
 
 mod backoff;
 mod bootstrap;
