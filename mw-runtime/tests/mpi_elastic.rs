@@ -1,5 +1,6 @@
 //! Growing past the launched ranks under MPI: `--max-workers 6` with one launched worker rank,
-//! and `nworkers` asked to go up and down, so worker processes are spawned and released. Run it
+//! and `nworkers` asked to go up and down, so worker processes are spawned, released and
+//! spawned again. Run it
 //! under MPI, e.g.
 //!
 //!     cargo test -p mw-runtime --features mpi --test mpi_elastic --no-run
@@ -41,10 +42,11 @@ fn main() {
     let oversubscribed = std::env::var("OMPI_MCA_rmaps_base_oversubscribe").is_ok_and(|v| v == "1");
     // Without room for more processes, the pool is the launched ranks.
     let expected = if oversubscribed { 6 } else { launched };
-    // Up to 6, down to 2 (spawned workers released), up again (spawned anew), down to 1.
+    // Up to 6 (5 spawned), down to 2 (4 released), up to 4 (2 spawned anew). Few spawns: Open
+    // MPI 4.1 with PMIx 4 hangs in about one spawn in a hundred (see the transport's README).
     let scenario = Scenario {
-        iterations: (0..6).map(|_| vec![3_000; 48]).collect(),
-        nworkers: [6, 2, 6, 1, 4, 6].map(|n| n.min(expected)).to_vec(),
+        iterations: (0..4).map(|_| vec![3_000; 48]).collect(),
+        nworkers: [6, 2, 4].map(|n| n.min(expected)).to_vec(),
         panic_at: None,
     };
     let config = RunConfig {

@@ -289,9 +289,8 @@ impl Spawner {
         let pool = self.launched + self.slots.len();
         let (port, host) = self.lifeline.clone().unwrap_or_default();
         let value = format!("{ENV}={worker}:{pool}:{port}:{host}");
-        let inter = spawn_one(&self.program, &self.args, &value).inspect_err(|_| {
-            self.broken = true;
-        })?;
+        let inter = watched(worker, || spawn_one(&self.program, &self.args, &value))
+            .inspect_err(|_| self.broken = true)?;
         let merged = inter.merge(MergeOrder::Low);
         posted::errors_return(&merged);
         let place = handshake(&merged)?;
@@ -603,6 +602,30 @@ fn spawn_one(program: &CString, args: &[CString], env: &str) -> Result<InterComm
         }
         Ok(InterCommunicator::from_raw(inter))
     }
+}
+
+/// How long a spawn may take before the user is told it hangs.
+const SLOW_SPAWN: Duration = Duration::from_secs(20);
+
+/// Runs `spawn` (of `worker`), saying on stderr if it has not returned after [`SLOW_SPAWN`]:
+/// Open MPI 4.1 with an external PMIx 4 hangs now and then in `MPI_Comm_spawn` (openpmix issue
+/// 2735; here about one spawn in a hundred), and nothing but ending the job gets it out.
+fn watched<T>(worker: usize, spawn: impl FnOnce() -> T) -> T {
+    let (done, waiting) = std::sync::mpsc::channel::<()>();
+    let watchdog = std::thread::spawn(move || {
+        if waiting.recv_timeout(SLOW_SPAWN) == Err(std::sync::mpsc::RecvTimeoutError::Timeout) {
+            eprintln!(
+                "warning: spawning worker {worker} has not returned after {} s: Open MPI 4.1 with \
+                 PMIx 4 hangs now and then in MPI_Comm_spawn; end the job and start it again, or \
+                 launch every worker with mpirun's `-np` instead of spawning them",
+                SLOW_SPAWN.as_secs()
+            );
+        }
+    });
+    let spawned = spawn();
+    drop(done);
+    let _ = watchdog.join();
+    spawned
 }
 
 /// MPI's text for an error code.
