@@ -17,3 +17,12 @@ pub(super) fn kill(pid: u32) -> io::Result<()> {
         Err(io::Error::last_os_error())
     }
 }
+
+/// Whether process `pid` of this node still runs (signal 0 checks without sending anything).
+pub(super) fn alive(pid: u32) -> bool {
+    let Ok(pid) = libc::pid_t::try_from(pid) else {
+        return false;
+    };
+    // SAFETY: `kill` only reads its two integer arguments; signal 0 is never delivered.
+    pid > 0 && unsafe { libc::kill(pid, 0) } == 0
+}

@@ -47,6 +47,9 @@ pub(crate) const ENV: &str = crate::launch::SPAWNED_WORKER;
 /// How long the master waits for a spawned process to say where it runs.
 const HANDSHAKE: Duration = Duration::from_secs(30);
 
+/// How often the master looks whether a spawned process it waits for still runs.
+const LOOK_EVERY: Duration = Duration::from_millis(100);
+
 /// Bytes of a spawned worker's node name in its handshake.
 const NAME: usize = 256;
 
@@ -94,7 +97,8 @@ pub(super) struct Spawner {
     free: Option<usize>,
     /// Why no more workers are spawned, once said.
     refused: Option<String>,
-    /// A spawn failed: MPI cannot be finalized any more.
+    /// A spawn failed, or a spawned process died before it was ready: MPI cannot be finalized
+    /// any more.
     pub(super) broken: bool,
     /// Slots whose `Ready` the engine is owed (each slot is ready by construction: its
     /// process initializes when it is spawned) or whose `Finished` it is owed (no process).
@@ -228,11 +232,27 @@ impl Spawner {
         let Some(spawned) = self.spawned(worker) else {
             return Err("it has no process".to_owned());
         };
+        // `initialize` may take long; a process that died is not waited for (when it runs on
+        // this node, where it can be looked at).
+        let here = mpi::environment::processor_name().unwrap_or_default();
+        let pid = (spawned.place.node == here).then_some(spawned.place.pid);
+        let mut looked = Instant::now();
+        let mut died = false;
         let mut backoff = Backoff::new(Duration::from_millis(1), Duration::from_millis(5));
         let received = super::framing::receive(&spawned.comms, inbox, Some(1), |_| {
             backoff.wait();
-            true
+            if looked.elapsed() >= LOOK_EVERY {
+                looked = Instant::now();
+                died = pid.is_some_and(|pid| !super::kill::alive(pid));
+            }
+            !died
         });
+        if died {
+            // Like a launched rank that died: no rank may finalize.
+            self.broken = true;
+            self.lose(worker);
+            return Err("its process ended before it was ready".to_owned());
+        }
         match received {
             Ok(Some((_, super::READY, body))) => {
                 let bytes = match &body {
