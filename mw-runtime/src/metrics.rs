@@ -79,6 +79,11 @@ pub struct IterationMetrics {
     /// Time taken to save the checkpoint after this iteration (`--checkpoint`), in ms.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub checkpoint_ms: Option<f64>,
+    /// Time the master spent spawning workers that joined in this iteration (MPI, with
+    /// `--max-workers` above the launched ranks), in ms: part of `time_ms`, left out of what the
+    /// tuner measures, since no number of workers explains it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spawn_ms: Option<f64>,
     /// Processing time of each worker of the pool in this iteration, in ms.
     pub busy_ms: Vec<f64>,
     /// Mean time of one task in this iteration, in ms (`μ`).
@@ -152,6 +157,7 @@ impl IterationMetrics {
             prefetched: measured.prefetched,
             backups: measured.backups,
             checkpoint_ms: None,
+            spawn_ms: None,
             busy_ms: obs.busy_ms.clone(),
             task_mean_ms: obs.task.mean(),
             task_stddev_ms: obs.task.stddev(),

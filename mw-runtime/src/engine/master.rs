@@ -241,6 +241,9 @@ struct Round<M: Master> {
     settled: Vec<bool>,
     /// When the last checkpoint inside this iteration was saved.
     saved_at: Instant,
+    /// Time spent spawning workers that joined (`MasterLink::joining`): in the iteration's
+    /// time, left out of what the tuner measures.
+    joining: Duration,
 }
 
 impl<M: Master> Round<M> {
@@ -248,7 +251,9 @@ impl<M: Master> Round<M> {
     fn span(&self, at: Instant) -> Span {
         let (tasks, busy_ms, answers) = self.probe.done();
         Span {
-            ms: ms(at.saturating_duration_since(self.started)),
+            ms: ms(at
+                .saturating_duration_since(self.started)
+                .saturating_sub(self.joining)),
             // Failed attempts and answers a copy beat were processed, not done.
             tasks: tasks.min(self.done),
             busy_ms,
@@ -539,6 +544,7 @@ where
                 Vec::new()
             },
             saved_at: started,
+            joining: Duration::ZERO,
         };
         if probe_tasks == 0 {
             self.plan(&mut round);
@@ -837,6 +843,7 @@ where
         let sending = self.trace.mark();
         let sent = self.link.send(worker, ToWorker::Shared { iteration, part });
         self.trace.shared_sent(sending, worker);
+        round.joining += self.link.joining();
         sent
     }
 
@@ -1122,6 +1129,8 @@ where
         predicted_ms: Option<f64>,
     ) {
         let tasks = round.produced;
+        let joining = round.joining;
+        let elapsed = elapsed.saturating_sub(joining);
         let facts = Facts {
             index: it.index,
             workers: it.workers,
@@ -1153,6 +1162,10 @@ where
                 tuning,
             },
         ));
+        if let (false, Some(last)) = (joining.is_zero(), self.metrics.iterations.last_mut()) {
+            last.spawn_ms = Some(ms(joining));
+            last.time_ms += ms(joining);
+        }
         if let Some(control) = &self.control {
             control.publish(&Status {
                 iteration: it.index,

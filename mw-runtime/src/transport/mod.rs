@@ -123,6 +123,11 @@ pub(crate) trait MasterLink<T, S, R> {
     fn parked_note(&self) -> Option<String> {
         None
     }
+    /// Time spent bringing new workers in (spawning processes) since the last call: the tuner
+    /// leaves it out of its measurements.
+    fn joining(&mut self) -> Duration {
+        Duration::ZERO
+    }
     /// `worker`, holding nothing, takes no part in the iteration that starts: a backend that
     /// started a process for it may release it.
     fn park(&mut self, worker: usize) {

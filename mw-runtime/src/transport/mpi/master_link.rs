@@ -466,6 +466,10 @@ impl<T: Message, S: Message, R: Message> MasterLink<T, S, R> for MpiMaster<T, S,
         })
     }
 
+    fn joining(&mut self) -> Duration {
+        std::mem::take(&mut self.spawner.untold)
+    }
+
     fn park(&mut self, worker: usize) {
         if self.gone.gone.get(worker) == Some(&false) {
             self.release_slot(worker, false);

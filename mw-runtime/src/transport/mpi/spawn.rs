@@ -112,6 +112,8 @@ pub(super) struct Spawner {
     /// Spawned workers so far, and the time their spawns took.
     pub(super) spawns: usize,
     pub(super) spawn_time: Duration,
+    /// Spawn time the engine was not told of yet.
+    pub(super) untold: Duration,
 }
 
 impl Spawner {
@@ -140,6 +142,7 @@ impl Spawner {
             leaving: false,
             spawns: 0,
             spawn_time: Duration::ZERO,
+            untold: Duration::ZERO,
         }
     }
 
@@ -208,6 +211,7 @@ impl Spawner {
         // to take it, so it is taken now, before anything is sent to it.
         let ready = self.await_ready(worker, inbox);
         self.spawn_time += started.elapsed();
+        self.untold += started.elapsed();
         if let Err(why) = &ready {
             self.release(worker, false, |spawned| {
                 let stop = Outgoing::Own(Vec::new());
