@@ -118,8 +118,8 @@ pub(crate) trait MasterLink<T, S, R> {
     fn parked_released(&self) -> bool {
         true
     }
-    /// What holds of parked workers when it is more than [`parked_released`]
-    /// (Self::parked_released) says, for the summary's objective reason.
+    /// What holds of parked workers when one word of [`parked_released`](Self::parked_released)
+    /// cannot say it (some are released, some not), for the summary's objective reason.
     fn parked_note(&self) -> Option<String> {
         None
     }

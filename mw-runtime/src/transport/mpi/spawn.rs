@@ -24,6 +24,12 @@
 //! finalize (`MPI_Finalize` never returns on any rank), so the master checks first that the
 //! allocation has a free slot (`MPI_UNIVERSE_SIZE`, or `--oversubscribe`), and only a spawn that
 //! fails nonetheless makes every rank leave without `MPI_Finalize`.
+//!
+//! rsmpi 0.8 has `Root::spawn`, but it reads only the per-process error codes (not the call's),
+//! leaves the communicator's errors fatal (a refused spawn aborts the job) and takes no info
+//! object, so the spawn itself is an `mpi::ffi` call here; merging (`InterCommunicator::merge`),
+//! the parent (`Communicator::parent`) and disconnecting (dropping an `InterCommunicator`) use its
+//! safe API.
 #![allow(unsafe_code)]
 
 use std::collections::VecDeque;
