@@ -303,10 +303,12 @@ impl ConfigFile {
 #[derive(Debug, Clone, PartialEq)]
 pub struct RunConfig {
     /// Workers taking part at the start; `None`: one per core on the local backend (at most the
-    /// pool), the whole pool under MPI.
+    /// pool), the whole pool under MPI (the launched ranks when the pool grows past them and
+    /// `nworkers` is tuned).
     pub workers: Option<usize>,
     /// Workers started (the pool); `None`: see [`RunConfig::local_pool`] for the local backend.
-    /// Under MPI the pool is the launched ranks but one.
+    /// Under MPI the pool is the launched ranks but one, or more when this asks for more: the
+    /// rest are spawned as needed (as many as the allocation has free slots for).
     pub max_workers: Option<usize>,
     /// The built-in policy (`daf` when a registered one is named).
     pub policy: PolicyName,

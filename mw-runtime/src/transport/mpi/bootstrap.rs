@@ -95,6 +95,14 @@ where
         let address = lifelines.as_ref().and_then(|l| l.address());
         let spawner = Spawner::new(launched, pool, address);
         let mut link = MpiMaster::new(world, config.protocol, layout, lifelines, spawner);
+        // Unless told otherwise, a pool that can grow and whose `nworkers` is tuned starts with
+        // the ranks already paid for, and the tuner spawns more when it wants them.
+        let elastic = crate::config::RunConfig {
+            workers: config.workers.or(Some(launched)),
+            ..config.clone()
+        };
+        let grows = pool > launched && config.tuning.mode.tunes_workers();
+        let config = if grows { &elastic } else { config };
         let outcome = guarded(|| run_master(&mut master(), &mut link, config, app));
         let leave_unfinalized = link.lost_any();
         let panicked = outcome
