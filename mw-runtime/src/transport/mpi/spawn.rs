@@ -703,7 +703,11 @@ pub(crate) struct Joining {
 
 /// This process's part when it was spawned: `None` when it was not.
 pub(super) fn joining() -> Option<Joining> {
-    let value = std::env::var(ENV).ok()?;
+    parse_joining(&std::env::var(ENV).ok()?)
+}
+
+/// `INDEX:POOL:PORT:HOST` (the host may hold colons, as an IPv6 address does).
+fn parse_joining(value: &str) -> Option<Joining> {
     let mut fields = value.splitn(4, ':');
     Some(Joining {
         index: fields.next()?.parse().ok()?,
@@ -735,4 +739,21 @@ pub(super) fn join() -> Option<(InterCommunicator, SimpleCommunicator)> {
     drop(send.finish());
     debug_assert!(bytes.len() <= INLINE);
     Some((parent, merged))
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    #[test]
+    fn a_spawned_worker_reads_its_index_pool_and_the_masters_lifeline() {
+        let joining = parse_joining("3:6:40123:node-7").unwrap();
+        assert_eq!((joining.index, joining.pool, joining.port), (3, 6, 40123));
+        assert_eq!(joining.host, "node-7");
+        assert_eq!(parse_joining("1:2:0:fe80::1").unwrap().host, "fe80::1");
+        assert!(parse_joining("1:2:notaport:node").is_none());
+        assert!(parse_joining("1:2").is_none());
+    }
 }
