@@ -26,7 +26,7 @@ use crate::tuning::{Span, Tuner};
 mod faults;
 
 use super::checkpoint::{Checkpoint, Saver};
-use faults::{Open, Retry, Standing, WATCH_EVERY};
+use faults::{Open, OpenChunks, Retry, Standing, WATCH_EVERY};
 
 /// Runs the whole program on the master: initialize, iterate, shut the workers down, final work.
 /// Workers are always told to stop, even when the run fails, so no thread or rank is left waiting.
@@ -99,6 +99,7 @@ where
         },
         progress: Progress::new(config.quiet),
         stream_ahead: STREAM_AHEAD * pool,
+        spare_copies: Vec::new(),
     };
     engine.metrics.backend = engine.link.backend().to_owned();
     let outcome = engine
@@ -171,7 +172,14 @@ struct Engine<'a, M: Master, L> {
     progress: Progress,
     /// Tasks of a stream kept ready ahead of the workers ([`Master::more_tasks`]).
     stream_ahead: usize,
+    /// Buffers of answered chunks' encoded copies, for the next chunks' copies: with small
+    /// chunks, allocating each copy afresh cost as much as sending it.
+    spare_copies: Vec<Vec<u8>>,
 }
+
+/// Encoded copies kept for reuse, at most, and the largest one kept.
+const SPARE_COPIES: usize = 64;
+const SPARE_COPY_BYTES: usize = 4096;
 
 /// A chunk out at a worker.
 struct InFlight {
@@ -197,7 +205,7 @@ struct Round<M: Master> {
     retry: VecDeque<Retry<M::Task>>,
     /// The chunks out and not yet answered, by first task: their tasks, encoded, to copy
     /// them to another worker should theirs be late or lost.
-    open: HashMap<usize, Open>,
+    open: OpenChunks,
     /// Per failed task, each attempt's worker and error.
     attempts: HashMap<usize, Vec<String>>,
     /// When the engine next looks for late chunks and silent workers.
@@ -505,7 +513,7 @@ where
             streamed,
             next_task: 0,
             retry: VecDeque::new(),
-            open: HashMap::new(),
+            open: OpenChunks::default(),
             attempts: HashMap::new(),
             next_watch: started + WATCH_EVERY,
             workers: it.workers,
@@ -906,7 +914,7 @@ where
             // A copy of a chunk still out elsewhere.
             Some(open) if open.len == tasks.len() => open.holders += 1,
             _ => {
-                let mut copy = Vec::new();
+                let mut copy = self.spare_copies.pop().unwrap_or_default();
                 tasks.encode(&mut copy);
                 let open = Open {
                     len: tasks.len(),
@@ -1043,11 +1051,20 @@ where
         if !done.failed.is_empty() {
             settled += self.task_failures(round, worker, flight.first, &open, &done.failed)?;
         }
+        self.spare_copy(open.tasks);
         let now = clock::now();
         round.probe.recover += now.saturating_duration_since(at);
         self.trace
             .recovered(recovering, worker, flight.chunk, flight.len);
         Ok((settled, now))
+    }
+
+    /// Keeps the buffer of an answered chunk's copy for the next chunk's, unless it is large.
+    fn spare_copy(&mut self, mut copy: Vec<u8>) {
+        if copy.capacity() <= SPARE_COPY_BYTES && self.spare_copies.len() < SPARE_COPIES {
+            copy.clear();
+            self.spare_copies.push(copy);
+        }
     }
 
     /// `worker` could not process a chunk at all (it could not be built): retire it, and run

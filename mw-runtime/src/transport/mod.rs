@@ -131,6 +131,16 @@ pub(crate) trait WorkerLink<T, S, R> {
     fn recv(&mut self) -> Option<ToWorker<T, S>>;
     /// Sends one message to the master; `false` when the master is gone.
     fn send(&mut self, message: FromWorker<T, R>) -> bool;
+    /// Takes back the task vector of a processed chunk, for a backend that decodes chunks to
+    /// fill it again.
+    fn reuse_tasks(&mut self, tasks: Vec<T>) {
+        drop(tasks);
+    }
+    /// An empty vector for a chunk's results: the one an earlier answer carried, when the
+    /// backend kept it.
+    fn spare_results(&mut self) -> Vec<R> {
+        Vec::new()
+    }
 }
 
 // The envelopes of chunks and answers are fixed-width: per chunk, a varint's loop costs more
@@ -150,12 +160,38 @@ impl<T: Message> Message for Chunk<T> {
     }
 
     fn decode(input: &mut Reader<'_>) -> Result<Self, DecodeError> {
-        Ok(Chunk {
-            id: u64::decode(input).map_err(|e| e.in_field("Chunk", "id"))?,
-            first: u64::decode(input).map_err(|e| e.in_field("Chunk", "first"))?,
-            tasks: Vec::decode(input).map_err(|e| e.in_field("Chunk", "tasks"))?,
-        })
+        Chunk::decode_into(input, Vec::new())
     }
+}
+
+impl<T: Message> Chunk<T> {
+    /// Decodes a chunk whose tasks go into `spare` when it has room for them: with chunks of a
+    /// task or two, the allocation of a task vector per chunk is a good share of the worker's
+    /// work.
+    pub(crate) fn decode_into(input: &mut Reader<'_>, spare: Vec<T>) -> Result<Self, DecodeError> {
+        let id = u64::decode(input).map_err(|e| e.in_field("Chunk", "id"))?;
+        let first = u64::decode(input).map_err(|e| e.in_field("Chunk", "first"))?;
+        let tasks = decode_vec_into(input, spare).map_err(|e| e.in_field("Chunk", "tasks"))?;
+        Ok(Chunk { id, first, tasks })
+    }
+}
+
+/// Decodes a `Vec<T>` into `spare` when it has room, else into a new vector.
+fn decode_vec_into<T: Message>(
+    input: &mut Reader<'_>,
+    mut spare: Vec<T>,
+) -> Result<Vec<T>, DecodeError> {
+    input.nested("Vec", |input| {
+        let len = input.read_len::<T>("Vec")?;
+        if len > spare.capacity() {
+            return T::decode_vec(input, len);
+        }
+        spare.clear();
+        for index in 0..len {
+            spare.push(T::decode(input).map_err(|e| e.at_index(index))?);
+        }
+        Ok(spare)
+    })
 }
 
 impl<R: Message> Message for Done<R> {
@@ -188,10 +224,7 @@ impl<R: Message> Done<R> {
     /// Decodes an answer whose results go into `spare` when it has room for them: with chunks
     /// of a task or two, the allocation of a results vector per answer is a good share of the
     /// master's work.
-    pub(crate) fn decode_into(
-        input: &mut Reader<'_>,
-        mut spare: Vec<R>,
-    ) -> Result<Self, DecodeError> {
+    pub(crate) fn decode_into(input: &mut Reader<'_>, spare: Vec<R>) -> Result<Self, DecodeError> {
         let field = |name| move |e: DecodeError| e.in_field("Done", name);
         let chunk = u64::decode(input).map_err(field("chunk"))?;
         let busy_ns = u64::decode(input).map_err(field("busy_ns"))?;
@@ -199,19 +232,7 @@ impl<R: Message> Done<R> {
         let count = u64::decode(input).map_err(field("task_ms"))?;
         let sum = f64::decode(input).map_err(field("task_ms"))?;
         let sum_sq = f64::decode(input).map_err(field("task_ms"))?;
-        let results = input
-            .nested("Vec", |input| {
-                let len = input.read_len::<R>("Vec")?;
-                if len > spare.capacity() {
-                    return R::decode_vec(input, len);
-                }
-                spare.clear();
-                for index in 0..len {
-                    spare.push(R::decode(input).map_err(|e| e.at_index(index))?);
-                }
-                Ok(spare)
-            })
-            .map_err(field("results"))?;
+        let results = decode_vec_into(input, spare).map_err(field("results"))?;
         let failed = Vec::decode(input).map_err(field("failed"))?;
         Ok(Done {
             chunk,
@@ -222,5 +243,32 @@ impl<R: Message> Done<R> {
             task_ms: Moments::from_sums(count, sum, sum_sq),
             began: None,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::codec;
+
+    #[test]
+    fn a_chunk_decodes_into_a_spare_vector_with_room_and_afresh_without() {
+        let chunk = Chunk {
+            id: 7,
+            first: 40,
+            tasks: vec![3u64, 1, 4],
+        };
+        let bytes = codec::encode(&chunk);
+        let spare: Vec<u64> = Vec::with_capacity(8);
+        let at = spare.as_ptr();
+        let decoded = Chunk::decode_into(&mut Reader::new(&bytes), spare).unwrap();
+        assert_eq!((decoded.id, decoded.first), (7, 40));
+        assert_eq!(decoded.tasks, [3, 1, 4]);
+        assert_eq!(decoded.tasks.as_ptr(), at, "the spare vector was reused");
+        let small: Vec<u64> = Vec::with_capacity(2);
+        let decoded = Chunk::decode_into(&mut Reader::new(&bytes), small).unwrap();
+        assert_eq!(decoded.tasks, [3, 1, 4]);
+        let plain: Chunk<u64> = codec::decode(&bytes).unwrap();
+        assert_eq!(plain.tasks, [3, 1, 4]);
     }
 }
