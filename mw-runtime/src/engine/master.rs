@@ -1014,6 +1014,12 @@ where
             cpu,
             &done.task_ms,
         );
+        let recovering_from =
+            if self.send_first(round, worker, &flight, done.failed.is_empty(), at)? {
+                clock::now()
+            } else {
+                at
+            };
         let open = match round.open.remove(&flight.first) {
             Some(open) if open.len == flight.len => open,
             other => {
@@ -1053,10 +1059,35 @@ where
         }
         self.spare_copy(open.tasks);
         let now = clock::now();
-        round.probe.recover += now.saturating_duration_since(at);
+        round.probe.recover += now.saturating_duration_since(recovering_from);
         self.trace
             .recovered(recovering, worker, flight.chunk, flight.len);
         Ok((settled, now))
+    }
+
+    /// Sends `worker`, which just answered `flight` and holds no other chunk, its next chunk
+    /// before the answer is recovered, so that the master's recovery overlaps the worker's
+    /// next chunk instead of leaving it idle (a hand-written loop sends before it looks at the
+    /// answer). Only where recovering could not change what is sent: every task succeeded (a
+    /// failed one runs again first), nothing waits to run again, no look of the tuner is due
+    /// and the iteration streams no tasks. `at` is when the answer came. Whether it sent one.
+    fn send_first(
+        &mut self,
+        round: &mut Round<M>,
+        worker: usize,
+        flight: &InFlight,
+        clean: bool,
+        at: Instant,
+    ) -> Result<bool> {
+        let answered = round.done + flight.len as u64;
+        let ready = clean
+            && self.held[worker].is_empty()
+            && round.retry.is_empty()
+            && !round.streamed
+            && round.active[worker]
+            && self.healthy[worker]
+            && round.next_look.is_none_or(|look| answered < look);
+        Ok(ready && self.dispatch(round, worker, at)?)
     }
 
     /// Keeps the buffer of an answered chunk's copy for the next chunk's, unless it is large.
