@@ -9,7 +9,10 @@
 //! Nobody waits in a blocking receive: Open MPI's busy-polls a core, which would steal it from the
 //! workers on an oversubscribed node. A waiting process posts a receive (`MPI_Irecv`) into a
 //! buffer it keeps, and tests it, spinning briefly when an answer is due soon and sleeping with
-//! exponential backoff otherwise, so parked workers cost next to nothing. The receive is posted
+//! exponential backoff otherwise, so parked workers cost next to nothing. A rank with a core of
+//! its own (mpirun did not oversubscribe its node) spins through the whole wait for an answer
+//! due soon, as a blocking receive would; one that shares its core yields it after a few
+//! microseconds ([`backoff`]). The receive is posted
 //! only while the process waits, so a message is matched when its receiver asks for it, as with
 //! a blocking receive (which is what a synchronous send waits for).
 //!
