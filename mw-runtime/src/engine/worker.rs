@@ -26,6 +26,9 @@ pub(crate) fn serve<W, L>(
     L: WorkerLink<W::Task, W::Shared, W::Result>,
 {
     crate::fault::serving(setup.backend);
+    // The clock calibrates on its first read (about a millisecond): before `Ready`, not
+    // inside the first chunk's round trip.
+    clock::now();
     let mut worker = match start(build, setup) {
         Ok(worker) => Some(worker),
         Err(error) => {
