@@ -143,7 +143,7 @@ impl<T, S, R> MpiMaster<T, S, R> {
             Vec::new()
         };
         let comms = &self.end.comms;
-        post_message(
+        let sent = post_message(
             comms,
             rank,
             tag,
@@ -152,6 +152,9 @@ impl<T, S, R> MpiMaster<T, S, R> {
             header,
             &mut self.posted,
         );
+        if let Some(bytes) = sent {
+            self.recycle(bytes);
+        }
         if synchronous {
             self.settle(rank);
         }

@@ -82,7 +82,7 @@ impl<T, R> MpiWorker<T, R> {
         bytes.clear();
         message.encode(&mut bytes);
         let synchronous = self.protocol == Protocol::Sync || tag == FINISHED;
-        post_message(
+        let sent = post_message(
             &self.end.comms,
             0,
             tag,
@@ -91,6 +91,9 @@ impl<T, R> MpiWorker<T, R> {
             Vec::new(),
             &mut self.in_flight,
         );
+        if let Some(Outgoing::Own(bytes)) = sent {
+            self.outbox = bytes;
+        }
         if !synchronous {
             return true;
         }
