@@ -216,8 +216,11 @@ impl<T, S, R> MpiMaster<T, S, R> {
     }
 
     /// The next message, or a worker lost, from a worker not given up on; `None` once
-    /// `deadline` has passed.
-    fn next(&mut self, deadline: Option<Instant>) -> Result<Option<(usize, Tag, Body)>> {
+    /// `timeout` has passed. The clock is first read when the wait is first checked: an answer
+    /// that is already there (the usual case) costs no clock read, and the timeout counts from
+    /// at most [`CHECK_EVERY`] tests later.
+    fn next(&mut self, timeout: Option<Duration>) -> Result<Option<(usize, Tag, Body)>> {
+        let mut deadline: Option<Instant> = None;
         self.reap();
         loop {
             if let Some((worker, why)) = self.gone.unreported.pop_front() {
@@ -238,7 +241,10 @@ impl<T, S, R> MpiMaster<T, S, R> {
                     Some(rank) => !gone.gone[rank as usize - 1],
                     None => {
                         gone.unreported.is_empty()
-                            && deadline.is_none_or(|deadline| Instant::now() < deadline)
+                            && timeout.is_none_or(|timeout| {
+                                let now = Instant::now();
+                                now < *deadline.get_or_insert(now + timeout)
+                            })
                     }
                 }
             };
@@ -381,8 +387,7 @@ impl<T: Message, S: Message, R: Message> MasterLink<T, S, R> for MpiMaster<T, S,
     }
 
     fn recv_within(&mut self, timeout: Duration) -> Result<Option<(usize, FromWorker<T, R>)>> {
-        let deadline = Instant::now() + timeout;
-        match self.next(Some(deadline))? {
+        match self.next(Some(timeout))? {
             Some((worker, tag, body)) => Ok(Some((worker, self.read(worker, tag, body)?))),
             None => Ok(None),
         }

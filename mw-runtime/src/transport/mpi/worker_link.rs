@@ -156,13 +156,17 @@ impl<T: Message, S: Message, R: Message> WorkerLink<T, S, R> for MpiWorker<T, R>
                 // Parked: nothing is due, so sleep right away (up to 5 ms between tests).
                 Backoff::new(Duration::ZERO, Duration::from_millis(5))
             };
-            let mut looked = Instant::now();
+            // Read once sleeping, not per message: a chunk due soon is usually there at once.
+            let mut looked: Option<Instant> = None;
             let mut master_gone = false;
             let keep_waiting = |_| {
                 backoff.wait();
-                if backoff.sleeping() && looked.elapsed() >= MASTER_LOOK {
-                    looked = Instant::now();
-                    master_gone = lifeline::master_gone();
+                if backoff.sleeping() {
+                    let now = Instant::now();
+                    if now.duration_since(*looked.get_or_insert(now)) >= MASTER_LOOK {
+                        looked = Some(now);
+                        master_gone = lifeline::master_gone();
+                    }
                 }
                 !master_gone
             };
