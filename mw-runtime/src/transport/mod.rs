@@ -154,8 +154,7 @@ impl<T: Message> Message for Chunk<T> {
     }
 
     fn encode(&self, out: &mut Vec<u8>) {
-        self.id.encode(out);
-        self.first.encode(out);
+        write_words(out, [self.id, self.first]);
         self.tasks.encode(out);
     }
 
@@ -169,11 +168,29 @@ impl<T: Message> Chunk<T> {
     /// task or two, the allocation of a task vector per chunk is a good share of the worker's
     /// work.
     pub(crate) fn decode_into(input: &mut Reader<'_>, spare: Vec<T>) -> Result<Self, DecodeError> {
-        let id = u64::decode(input).map_err(|e| e.in_field("Chunk", "id"))?;
-        let first = u64::decode(input).map_err(|e| e.in_field("Chunk", "first"))?;
+        let [id, first] = read_words(input).map_err(|e| e.in_field("Chunk", "id, first"))?;
         let tasks = decode_vec_into(input, spare).map_err(|e| e.in_field("Chunk", "tasks"))?;
         Ok(Chunk { id, first, tasks })
     }
+}
+
+/// Writes `N` fixed-width fields (`u64`, or `f64` by its bits) as the codec writes them one
+/// by one (little-endian), in one write: a chunk or an answer of a task or two is mostly these.
+fn write_words<const N: usize>(out: &mut Vec<u8>, values: [u64; N]) {
+    const { assert!(N <= 8) };
+    let mut bytes = [0u8; 64];
+    for (i, value) in values.iter().enumerate() {
+        bytes[i * 8..i * 8 + 8].copy_from_slice(&value.to_le_bytes());
+    }
+    out.extend_from_slice(&bytes[..N * 8]);
+}
+
+/// Reads `N` fields written by [`write_words`], with one bounds check rather than one per field.
+fn read_words<const N: usize>(input: &mut Reader<'_>) -> Result<[u64; N], DecodeError> {
+    let bytes = input.take(N * 8, "u64")?;
+    Ok(std::array::from_fn(|i| {
+        u64::from_le_bytes(std::array::from_fn(|j| bytes[i * 8 + j]))
+    }))
 }
 
 /// Decodes a `Vec<T>` into `spare` when it has room, else into a new vector.
@@ -205,12 +222,17 @@ impl<R: Message> Message for Done<R> {
     }
 
     fn encode(&self, out: &mut Vec<u8>) {
-        self.chunk.encode(out);
-        self.busy_ns.encode(out);
-        self.cpu_ns.unwrap_or(u64::MAX).encode(out);
-        self.task_ms.count().encode(out);
-        self.task_ms.sum().encode(out);
-        self.task_ms.sum_sq().encode(out);
+        write_words(
+            out,
+            [
+                self.chunk,
+                self.busy_ns,
+                self.cpu_ns.unwrap_or(u64::MAX),
+                self.task_ms.count(),
+                self.task_ms.sum().to_bits(),
+                self.task_ms.sum_sq().to_bits(),
+            ],
+        );
         self.results.encode(out);
         self.failed.encode(out);
     }
@@ -226,12 +248,9 @@ impl<R: Message> Done<R> {
     /// master's work.
     pub(crate) fn decode_into(input: &mut Reader<'_>, spare: Vec<R>) -> Result<Self, DecodeError> {
         let field = |name| move |e: DecodeError| e.in_field("Done", name);
-        let chunk = u64::decode(input).map_err(field("chunk"))?;
-        let busy_ns = u64::decode(input).map_err(field("busy_ns"))?;
-        let cpu_ns = u64::decode(input).map_err(field("cpu_ns"))?;
-        let count = u64::decode(input).map_err(field("task_ms"))?;
-        let sum = f64::decode(input).map_err(field("task_ms"))?;
-        let sum_sq = f64::decode(input).map_err(field("task_ms"))?;
+        let [chunk, busy_ns, cpu_ns, count, sum, sum_sq] =
+            read_words(input).map_err(field("chunk, busy_ns, cpu_ns, task_ms"))?;
+        let (sum, sum_sq) = (f64::from_bits(sum), f64::from_bits(sum_sq));
         let results = decode_vec_into(input, spare).map_err(field("results"))?;
         let failed = Vec::decode(input).map_err(field("failed"))?;
         Ok(Done {
@@ -250,6 +269,41 @@ impl<R: Message> Done<R> {
 mod tests {
     use super::*;
     use crate::codec;
+
+    #[test]
+    fn fixed_fields_keep_the_codecs_field_by_field_layout() {
+        let chunk = Chunk {
+            id: 7,
+            first: 40,
+            tasks: vec![3u64, 1],
+        };
+        let mut by_field = Vec::new();
+        (7u64, 40u64, vec![3u64, 1]).encode(&mut by_field);
+        assert_eq!(codec::encode(&chunk), by_field);
+        let done = Done {
+            chunk: 9,
+            results: vec![2.5f64],
+            failed: vec![(0u32, "boom".to_owned())],
+            busy_ns: 1234,
+            cpu_ns: None,
+            task_ms: Moments::from_sums(2, 1.5, 1.25),
+            began: None,
+        };
+        let mut by_field = Vec::new();
+        (9u64, 1234u64, u64::MAX, 2u64, 1.5f64, 1.25f64).encode(&mut by_field);
+        (vec![2.5f64], vec![(0u32, "boom".to_owned())]).encode(&mut by_field);
+        let bytes = codec::encode(&done);
+        assert_eq!(bytes, by_field);
+        let back: Done<f64> = codec::decode(&bytes).unwrap();
+        assert_eq!((back.chunk, back.busy_ns, back.cpu_ns), (9, 1234, None));
+        assert_eq!((back.results, back.failed), (done.results, done.failed));
+        assert_eq!(back.task_ms.count(), 2);
+        assert_eq!((back.task_ms.sum(), back.task_ms.sum_sq()), (1.5, 1.25));
+        // Cut anywhere, an answer is an error, not a panic.
+        for len in 0..bytes.len() {
+            assert!(codec::decode::<Done<f64>>(&bytes[..len]).is_err(), "{len}");
+        }
+    }
 
     #[test]
     fn a_chunk_decodes_into_a_spare_vector_with_room_and_afresh_without() {
