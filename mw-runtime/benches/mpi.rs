@@ -14,7 +14,9 @@
 //! `--prefetch 1`. Like is compared with like: `--prefetch 1` with the pipelined loop,
 //! `--prefetch 0` with the plain one.
 //!
-//! `--rounds N` (15 with `--bench`) and `--tasks N` (100,000 empty tasks) size the runs. Each
+//! `--rounds N` (15 with `--bench`) and `--tasks N` (100,000 empty tasks) size the runs;
+//! `--contender K` runs only the `K`th contender (0 to 3, in the order above), to profile it
+//! alone (`valgrind --tool=callgrind` on each rank). Each
 //! round runs every contender once, in rotating order; a ratio is the median of the rounds'
 //! ratios, with their least and largest, so a machine whose speed drifts (a VM whose cores move)
 //! compares like with like.
@@ -178,13 +180,18 @@ fn arg<T: std::str::FromStr>(flag: &str) -> Option<T> {
 /// Runs every contender once per round, in an order that rotates, so that a change of speed of
 /// the machine (vCPUs moved, a neighbour's load) hits all of them alike; returns each
 /// contender's samples, round by round.
+/// With `--contender K`, only contender `K` runs (for profiling one of them alone); the others
+/// then have no samples.
 fn paired(rounds: usize, contenders: &mut [&mut dyn FnMut() -> f64]) -> Vec<Vec<f64>> {
     let n = contenders.len();
+    let alone: Option<usize> = arg("--contender");
     let mut samples = vec![Vec::with_capacity(rounds); n];
     for round in 0..rounds {
         for k in 0..n {
             let c = (round + k) % n;
-            samples[c].push(contenders[c]());
+            if alone.is_none_or(|alone| alone == c) {
+                samples[c].push(contenders[c]());
+            }
         }
     }
     samples
@@ -207,6 +214,12 @@ const NAMES: [&str; 4] = [
 /// round): `--prefetch 1` over the pipelined loop, `--prefetch 0` over the plain loop, and the
 /// runtime with prefetch over itself without.
 fn report(part: &str, what: &str, samples: &[Vec<f64>]) {
+    if samples.iter().any(Vec::is_empty) {
+        for (name, s) in NAMES.iter().zip(samples).filter(|(_, s)| !s.is_empty()) {
+            println!("{part} {name}: {what} {}", Spread::of(s.clone()));
+        }
+        return;
+    }
     for (name, s) in NAMES.iter().zip(samples) {
         println!("{part} {name}: {what} {}", Spread::of(s.clone()));
     }

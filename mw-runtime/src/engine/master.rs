@@ -26,7 +26,7 @@ use crate::tuning::{Span, Tuner};
 mod faults;
 
 use super::checkpoint::{Checkpoint, Saver};
-use faults::{Open, Retry, Standing, WATCH_EVERY};
+use faults::{Open, OpenChunks, Retry, Standing, WATCH_EVERY};
 
 /// Runs the whole program on the master: initialize, iterate, shut the workers down, final work.
 /// Workers are always told to stop, even when the run fails, so no thread or rank is left waiting.
@@ -102,6 +102,7 @@ where
         },
         progress: Progress::new(config.quiet),
         stream_ahead: STREAM_AHEAD * pool,
+        spare_copies: Vec::new(),
     };
     engine.metrics.backend = engine.link.backend().to_owned();
     let outcome = engine
@@ -174,7 +175,14 @@ struct Engine<'a, M: Master, L> {
     progress: Progress,
     /// Tasks of a stream kept ready ahead of the workers ([`Master::more_tasks`]).
     stream_ahead: usize,
+    /// Buffers of answered chunks' encoded copies, for the next chunks' copies: with small
+    /// chunks, allocating each copy afresh cost as much as sending it.
+    spare_copies: Vec<Vec<u8>>,
 }
+
+/// Encoded copies kept for reuse, at most, and the largest one kept.
+const SPARE_COPIES: usize = 64;
+const SPARE_COPY_BYTES: usize = 4096;
 
 /// A chunk out at a worker.
 struct InFlight {
@@ -200,7 +208,7 @@ struct Round<M: Master> {
     retry: VecDeque<Retry<M::Task>>,
     /// The chunks out and not yet answered, by first task: their tasks, encoded, to copy
     /// them to another worker should theirs be late or lost.
-    open: HashMap<usize, Open>,
+    open: OpenChunks,
     /// Per failed task, each attempt's worker and error.
     attempts: HashMap<usize, Vec<String>>,
     /// When the engine next looks for late chunks and silent workers.
@@ -513,7 +521,7 @@ where
             streamed,
             next_task: 0,
             retry: VecDeque::new(),
-            open: HashMap::new(),
+            open: OpenChunks::default(),
             attempts: HashMap::new(),
             next_watch: started + WATCH_EVERY,
             workers: it.workers,
@@ -921,7 +929,7 @@ where
             // A copy of a chunk still out elsewhere.
             Some(open) if open.len == tasks.len() => open.holders += 1,
             _ => {
-                let mut copy = Vec::new();
+                let mut copy = self.spare_copies.pop().unwrap_or_default();
                 tasks.encode(&mut copy);
                 let open = Open {
                     len: tasks.len(),
@@ -1021,6 +1029,12 @@ where
             cpu,
             &done.task_ms,
         );
+        let recovering_from =
+            if self.send_first(round, worker, &flight, done.failed.is_empty(), at)? {
+                clock::now()
+            } else {
+                at
+            };
         let open = match round.open.remove(&flight.first) {
             Some(open) if open.len == flight.len => open,
             other => {
@@ -1058,11 +1072,45 @@ where
         if !done.failed.is_empty() {
             settled += self.task_failures(round, worker, flight.first, &open, &done.failed)?;
         }
+        self.spare_copy(open.tasks);
         let now = clock::now();
-        round.probe.recover += now.saturating_duration_since(at);
+        round.probe.recover += now.saturating_duration_since(recovering_from);
         self.trace
             .recovered(recovering, worker, flight.chunk, flight.len);
         Ok((settled, now))
+    }
+
+    /// Sends `worker`, which just answered `flight` and holds no other chunk, its next chunk
+    /// before the answer is recovered, so that the master's recovery overlaps the worker's
+    /// next chunk instead of leaving it idle (a hand-written loop sends before it looks at the
+    /// answer). Only where recovering could not change what is sent: every task succeeded (a
+    /// failed one runs again first), nothing waits to run again, no look of the tuner is due
+    /// and the iteration streams no tasks. `at` is when the answer came. Whether it sent one.
+    fn send_first(
+        &mut self,
+        round: &mut Round<M>,
+        worker: usize,
+        flight: &InFlight,
+        clean: bool,
+        at: Instant,
+    ) -> Result<bool> {
+        let answered = round.done + flight.len as u64;
+        let ready = clean
+            && self.held[worker].is_empty()
+            && round.retry.is_empty()
+            && !round.streamed
+            && round.active[worker]
+            && self.healthy[worker]
+            && round.next_look.is_none_or(|look| answered < look);
+        Ok(ready && self.dispatch(round, worker, at)?)
+    }
+
+    /// Keeps the buffer of an answered chunk's copy for the next chunk's, unless it is large.
+    fn spare_copy(&mut self, mut copy: Vec<u8>) {
+        if copy.capacity() <= SPARE_COPY_BYTES && self.spare_copies.len() < SPARE_COPIES {
+            copy.clear();
+            self.spare_copies.push(copy);
+        }
     }
 
     /// `worker` could not process a chunk at all (it could not be built): retire it, and run
@@ -1289,7 +1337,9 @@ thread_local! {
 /// What a panic outside the hooks is reported in.
 const RUNTIME: &str = "the runtime's master loop";
 
-/// `hook` of the master is about to run.
+/// `hook` of the master is about to run. Inlined: the loop notes a hook three times per
+/// answer, and a call costs more than the store.
+#[inline]
 fn entering(hook: &'static str) {
     HOOK.with(|h| h.set(hook));
 }

@@ -26,6 +26,9 @@ pub(crate) fn serve<W, L>(
     L: WorkerLink<W::Task, W::Shared, W::Result>,
 {
     crate::fault::serving(setup.backend);
+    // The clock calibrates on its first read (about a millisecond): before `Ready`, not
+    // inside the first chunk's round trip.
+    clock::now();
     let mut worker = match start(build, setup) {
         Ok(worker) => Some(worker),
         Err(error) => {
@@ -61,7 +64,17 @@ pub(crate) fn serve<W, L>(
                             build,
                             setup,
                         };
-                        match process(&mut tasks, part, chunk, stretch.as_mut(), &mut cpu) {
+                        let results = link.spare_results();
+                        let processed = process(
+                            &mut tasks,
+                            part,
+                            &chunk,
+                            results,
+                            stretch.as_mut(),
+                            &mut cpu,
+                        );
+                        link.reuse_tasks(chunk.tasks);
+                        match processed {
                             Some(answer) => answer,
                             // The emulated death of the worker (`fault::exit_worker`).
                             None => return,
@@ -114,15 +127,18 @@ struct Tasks<'a, W, B> {
 /// stretched before it is measured. One clock read per task: a task ends when the next begins
 /// (a read costs tens of nanoseconds, as much as an empty task). A task that fails is reported
 /// in the answer and the rest go on, on a worker built afresh if it panicked. `None` when the
-/// worker is to die (`fault::exit_worker`).
+/// worker is to die (`fault::exit_worker`). `results` is an empty vector to collect the
+/// results in (one kept from an earlier answer).
 fn process<W: Worker, B: Fn() -> W>(
     tasks: &mut Tasks<'_, W, B>,
     shared: &W::Shared,
-    chunk: Chunk<W::Task>,
+    chunk: &Chunk<W::Task>,
+    mut results: Vec<W::Result>,
     mut stretch: Option<&mut Stretch>,
     cpu: &mut clock::CpuMeter,
 ) -> Option<FromWorker<W::Task, W::Result>> {
-    let mut results = Vec::with_capacity(chunk.tasks.len());
+    results.clear();
+    results.reserve(chunk.tasks.len());
     let mut failed = Vec::new();
     let mut task_ms = Moments::default();
     cpu.begin();

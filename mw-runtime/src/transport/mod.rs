@@ -146,6 +146,16 @@ pub(crate) trait WorkerLink<T, S, R> {
     fn recv(&mut self) -> Option<ToWorker<T, S>>;
     /// Sends one message to the master; `false` when the master is gone.
     fn send(&mut self, message: FromWorker<T, R>) -> bool;
+    /// Takes back the task vector of a processed chunk, for a backend that decodes chunks to
+    /// fill it again.
+    fn reuse_tasks(&mut self, tasks: Vec<T>) {
+        drop(tasks);
+    }
+    /// An empty vector for a chunk's results: the one an earlier answer carried, when the
+    /// backend kept it.
+    fn spare_results(&mut self) -> Vec<R> {
+        Vec::new()
+    }
 }
 
 // The envelopes of chunks and answers are fixed-width: per chunk, a varint's loop costs more
@@ -159,18 +169,61 @@ impl<T: Message> Message for Chunk<T> {
     }
 
     fn encode(&self, out: &mut Vec<u8>) {
-        self.id.encode(out);
-        self.first.encode(out);
+        write_words(out, [self.id, self.first]);
         self.tasks.encode(out);
     }
 
     fn decode(input: &mut Reader<'_>) -> Result<Self, DecodeError> {
-        Ok(Chunk {
-            id: u64::decode(input).map_err(|e| e.in_field("Chunk", "id"))?,
-            first: u64::decode(input).map_err(|e| e.in_field("Chunk", "first"))?,
-            tasks: Vec::decode(input).map_err(|e| e.in_field("Chunk", "tasks"))?,
-        })
+        Chunk::decode_into(input, Vec::new())
     }
+}
+
+impl<T: Message> Chunk<T> {
+    /// Decodes a chunk whose tasks go into `spare` when it has room for them: with chunks of a
+    /// task or two, the allocation of a task vector per chunk is a good share of the worker's
+    /// work.
+    pub(crate) fn decode_into(input: &mut Reader<'_>, spare: Vec<T>) -> Result<Self, DecodeError> {
+        let [id, first] = read_words(input).map_err(|e| e.in_field("Chunk", "id, first"))?;
+        let tasks = decode_vec_into(input, spare).map_err(|e| e.in_field("Chunk", "tasks"))?;
+        Ok(Chunk { id, first, tasks })
+    }
+}
+
+/// Writes `N` fixed-width fields (`u64`, or `f64` by its bits) as the codec writes them one
+/// by one (little-endian), in one write: a chunk or an answer of a task or two is mostly these.
+fn write_words<const N: usize>(out: &mut Vec<u8>, values: [u64; N]) {
+    const { assert!(N <= 8) };
+    let mut bytes = [0u8; 64];
+    for (i, value) in values.iter().enumerate() {
+        bytes[i * 8..i * 8 + 8].copy_from_slice(&value.to_le_bytes());
+    }
+    out.extend_from_slice(&bytes[..N * 8]);
+}
+
+/// Reads `N` fields written by [`write_words`], with one bounds check rather than one per field.
+fn read_words<const N: usize>(input: &mut Reader<'_>) -> Result<[u64; N], DecodeError> {
+    let bytes = input.take(N * 8, "u64")?;
+    Ok(std::array::from_fn(|i| {
+        u64::from_le_bytes(std::array::from_fn(|j| bytes[i * 8 + j]))
+    }))
+}
+
+/// Decodes a `Vec<T>` into `spare` when it has room, else into a new vector.
+fn decode_vec_into<T: Message>(
+    input: &mut Reader<'_>,
+    mut spare: Vec<T>,
+) -> Result<Vec<T>, DecodeError> {
+    input.nested("Vec", |input| {
+        let len = input.read_len::<T>("Vec")?;
+        if len > spare.capacity() {
+            return T::decode_vec(input, len);
+        }
+        spare.clear();
+        for index in 0..len {
+            spare.push(T::decode(input).map_err(|e| e.at_index(index))?);
+        }
+        Ok(spare)
+    })
 }
 
 impl<R: Message> Message for Done<R> {
@@ -184,12 +237,17 @@ impl<R: Message> Message for Done<R> {
     }
 
     fn encode(&self, out: &mut Vec<u8>) {
-        self.chunk.encode(out);
-        self.busy_ns.encode(out);
-        self.cpu_ns.unwrap_or(u64::MAX).encode(out);
-        self.task_ms.count().encode(out);
-        self.task_ms.sum().encode(out);
-        self.task_ms.sum_sq().encode(out);
+        write_words(
+            out,
+            [
+                self.chunk,
+                self.busy_ns,
+                self.cpu_ns.unwrap_or(u64::MAX),
+                self.task_ms.count(),
+                self.task_ms.sum().to_bits(),
+                self.task_ms.sum_sq().to_bits(),
+            ],
+        );
         self.results.encode(out);
         self.failed.encode(out);
     }
@@ -203,30 +261,12 @@ impl<R: Message> Done<R> {
     /// Decodes an answer whose results go into `spare` when it has room for them: with chunks
     /// of a task or two, the allocation of a results vector per answer is a good share of the
     /// master's work.
-    pub(crate) fn decode_into(
-        input: &mut Reader<'_>,
-        mut spare: Vec<R>,
-    ) -> Result<Self, DecodeError> {
+    pub(crate) fn decode_into(input: &mut Reader<'_>, spare: Vec<R>) -> Result<Self, DecodeError> {
         let field = |name| move |e: DecodeError| e.in_field("Done", name);
-        let chunk = u64::decode(input).map_err(field("chunk"))?;
-        let busy_ns = u64::decode(input).map_err(field("busy_ns"))?;
-        let cpu_ns = u64::decode(input).map_err(field("cpu_ns"))?;
-        let count = u64::decode(input).map_err(field("task_ms"))?;
-        let sum = f64::decode(input).map_err(field("task_ms"))?;
-        let sum_sq = f64::decode(input).map_err(field("task_ms"))?;
-        let results = input
-            .nested("Vec", |input| {
-                let len = input.read_len::<R>("Vec")?;
-                if len > spare.capacity() {
-                    return R::decode_vec(input, len);
-                }
-                spare.clear();
-                for index in 0..len {
-                    spare.push(R::decode(input).map_err(|e| e.at_index(index))?);
-                }
-                Ok(spare)
-            })
-            .map_err(field("results"))?;
+        let [chunk, busy_ns, cpu_ns, count, sum, sum_sq] =
+            read_words(input).map_err(field("chunk, busy_ns, cpu_ns, task_ms"))?;
+        let (sum, sum_sq) = (f64::from_bits(sum), f64::from_bits(sum_sq));
+        let results = decode_vec_into(input, spare).map_err(field("results"))?;
         let failed = Vec::decode(input).map_err(field("failed"))?;
         Ok(Done {
             chunk,
@@ -237,5 +277,67 @@ impl<R: Message> Done<R> {
             task_ms: Moments::from_sums(count, sum, sum_sq),
             began: None,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::codec;
+
+    #[test]
+    fn fixed_fields_keep_the_codecs_field_by_field_layout() {
+        let chunk = Chunk {
+            id: 7,
+            first: 40,
+            tasks: vec![3u64, 1],
+        };
+        let mut by_field = Vec::new();
+        (7u64, 40u64, vec![3u64, 1]).encode(&mut by_field);
+        assert_eq!(codec::encode(&chunk), by_field);
+        let done = Done {
+            chunk: 9,
+            results: vec![2.5f64],
+            failed: vec![(0u32, "boom".to_owned())],
+            busy_ns: 1234,
+            cpu_ns: None,
+            task_ms: Moments::from_sums(2, 1.5, 1.25),
+            began: None,
+        };
+        let mut by_field = Vec::new();
+        (9u64, 1234u64, u64::MAX, 2u64, 1.5f64, 1.25f64).encode(&mut by_field);
+        (vec![2.5f64], vec![(0u32, "boom".to_owned())]).encode(&mut by_field);
+        let bytes = codec::encode(&done);
+        assert_eq!(bytes, by_field);
+        let back: Done<f64> = codec::decode(&bytes).unwrap();
+        assert_eq!((back.chunk, back.busy_ns, back.cpu_ns), (9, 1234, None));
+        assert_eq!((back.results, back.failed), (done.results, done.failed));
+        assert_eq!(back.task_ms.count(), 2);
+        assert_eq!((back.task_ms.sum(), back.task_ms.sum_sq()), (1.5, 1.25));
+        // Cut anywhere, an answer is an error, not a panic.
+        for len in 0..bytes.len() {
+            assert!(codec::decode::<Done<f64>>(&bytes[..len]).is_err(), "{len}");
+        }
+    }
+
+    #[test]
+    fn a_chunk_decodes_into_a_spare_vector_with_room_and_afresh_without() {
+        let chunk = Chunk {
+            id: 7,
+            first: 40,
+            tasks: vec![3u64, 1, 4],
+        };
+        let bytes = codec::encode(&chunk);
+        let spare: Vec<u64> = Vec::with_capacity(8);
+        let at = spare.as_ptr();
+        let decoded = Chunk::decode_into(&mut Reader::new(&bytes), spare).unwrap();
+        assert_eq!((decoded.id, decoded.first), (7, 40));
+        assert_eq!(decoded.tasks, [3, 1, 4]);
+        assert_eq!(decoded.tasks.as_ptr(), at, "the spare vector was reused");
+        let small: Vec<u64> = Vec::with_capacity(2);
+        let decoded = Chunk::decode_into(&mut Reader::new(&bytes), small).unwrap();
+        assert_eq!(decoded.tasks, [3, 1, 4]);
+        let plain: Chunk<u64> = codec::decode(&bytes).unwrap();
+        assert_eq!(plain.tasks, [3, 1, 4]);
     }
 }

@@ -2,7 +2,8 @@
 //! are copied to an idle worker (the first answer wins), workers that go silent or are lost
 //! have their chunks run by others, and workers whose tasks keep failing sit out a while.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
+use std::hash::{BuildHasherDefault, Hasher};
 use std::time::Duration;
 
 use super::{Engine, InFlight, RUNTIME, Round, entering};
@@ -62,6 +63,35 @@ pub(super) struct Open {
     pub holders: u32,
     /// Whether a copy went out already (one is enough).
     pub copied: bool,
+}
+
+/// The chunks out, by first task. Keys are task numbers the engine made, not input, so a
+/// multiplicative hash does (SipHash, the default, costs as much as the rest of a lookup).
+pub(super) type OpenChunks = HashMap<usize, Open, BuildHasherDefault<FirstTaskHasher>>;
+
+/// Fibonacci hashing of a task number: consecutive numbers spread over the high bits, which
+/// the table's buckets and tags are taken from.
+#[derive(Default)]
+pub(super) struct FirstTaskHasher(u64);
+
+impl Hasher for FirstTaskHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &byte in bytes {
+            self.write_u64(u64::from(byte));
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0 ^ n).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+
+    fn write_usize(&mut self, n: usize) {
+        self.write_u64(n as u64);
+    }
 }
 
 /// Tasks to run again: a failed task, or the chunk of a worker that was lost.

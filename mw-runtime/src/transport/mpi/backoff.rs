@@ -1,9 +1,11 @@
 //! How a process waits for MPI without a blocking call: test, then spin, yield or sleep.
 
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 /// Waits between tests: busy for the first microseconds (answers on a node come back that
-/// fast), then yielding the core until `spin` has passed, then sleeping, doubling up to `max`
+/// fast), then yielding the core until `spin` has passed — or busy all along when this rank
+/// has a core to itself ([`shares_core`]), as a blocking MPI receive would be — then sleeping, doubling up to `max`
 /// and, while a message is due, to `√(2·w·t)` after waiting `t`, `w` the cost of a wake-up
 /// ([`WAKE_UP`]): the sleep that balances the core time wake-ups take from the processes
 /// sharing it against the delay in noticing the message (≈ 100 µs after 1 ms, 1 ms after
@@ -64,7 +66,7 @@ impl Backoff {
             let waited = self.started.get_or_insert_with(Instant::now).elapsed();
             self.phase = if waited >= self.spin {
                 Phase::Sleeping
-            } else if waited >= BUSY.min(self.spin) {
+            } else if waited >= BUSY.min(self.spin) && shares_core() {
                 Phase::Yielding
             } else {
                 Phase::Busy
@@ -87,6 +89,42 @@ impl Backoff {
                 };
                 self.sleep = (self.sleep * 2).min(cap);
             }
+        }
+    }
+}
+
+/// Whether this rank shares its core with other ranks: mpirun says so when it places more
+/// ranks on a node than it has slots (`OMPI_MCA_mpi_oversubscribe`), and a user who wants
+/// Open MPI's own waits to yield says so with `OMPI_MCA_mpi_yield_when_idle`. A rank with a
+/// core of its own spins until a reply due soon arrives: a yield there hands the core to any
+/// other process for a whole time slice, a scheduler round trip per message.
+pub(super) fn shares_core() -> bool {
+    static SHARES: OnceLock<bool> = OnceLock::new();
+    *SHARES.get_or_init(|| {
+        let set = |name| std::env::var(name).is_ok_and(|v| truthy(&v));
+        set("OMPI_MCA_mpi_oversubscribe") || set("OMPI_MCA_mpi_yield_when_idle")
+    })
+}
+
+/// How Open MPI reads a boolean parameter.
+fn truthy(value: &str) -> bool {
+    matches!(
+        value.trim().to_ascii_lowercase().as_str(),
+        "1" | "true" | "t" | "yes" | "y" | "enabled"
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::truthy;
+
+    #[test]
+    fn open_mpi_booleans_read_as_open_mpi_reads_them() {
+        for yes in ["1", "true", "T", " yes ", "enabled"] {
+            assert!(truthy(yes), "{yes}");
+        }
+        for no in ["0", "false", "", "no", "2"] {
+            assert!(!truthy(no), "{no}");
         }
     }
 }

@@ -18,6 +18,13 @@ pub(super) const FOLLOWS: Tag = 1 << 8;
 /// The longest message sent whole; the receive buffer each process keeps has this size.
 pub(super) const INLINE: usize = 64 * 1024;
 
+/// The longest message sent with a blocking `MPI_Send` under `async`. Open MPI sends a message
+/// up to its transport's eager limit (4 KiB on shared memory, 64 KiB on TCP, header included)
+/// by copying it out, and `MPI_Send` then returns without waiting for the receiver; this stays
+/// well inside the smallest of those limits. A longer message goes nonblocking: sent in
+/// rendezvous, it would hold the sender until the receiver takes it.
+pub(super) const EAGER: usize = 2 * 1024;
+
 /// A run's two communicators.
 pub(super) struct Comms {
     /// Whole messages and announcements.
@@ -118,7 +125,10 @@ pub(super) fn receive(
 }
 
 /// Posts `bytes` to `rank`: whole, or their announcement (written into `header`) and their
-/// parts; `synchronous` sends complete only once the receiver has them.
+/// parts; `synchronous` sends complete only once the receiver has them. A short message that
+/// need not be synchronous ([`EAGER`]) is sent at once and its bytes handed back, for the next
+/// message; otherwise `None`, the bytes held by the sends in `posted` until they complete.
+#[must_use = "the bytes of a message sent at once are handed back for reuse"]
 pub(super) fn post_message(
     comms: &Comms,
     rank: Rank,
@@ -127,12 +137,18 @@ pub(super) fn post_message(
     synchronous: bool,
     mut header: Vec<u8>,
     posted: &mut impl Extend<Posted>,
-) {
+) -> Option<Outgoing> {
     let len = bytes.bytes().len();
+    if !synchronous && len <= EAGER {
+        // A refusal means the peer is gone: the message is dropped, as an `MPI_Isend` MPI
+        // refuses is complete at once.
+        posted::send_now(&comms.inline, rank, tag, bytes.bytes());
+        return Some(bytes);
+    }
     if len <= INLINE {
         let whole = Posted::send(&comms.inline, rank, tag, bytes, 0..len, synchronous);
         posted.extend([whole]);
-        return;
+        return None;
     }
     header.clear();
     header.extend_from_slice(&parts::announcement(len));
@@ -145,6 +161,7 @@ pub(super) fn post_message(
         let part = Outgoing::Shared(Arc::clone(&body));
         Posted::send(&comms.bulk, rank, tag, part, range, synchronous)
     }));
+    None
 }
 
 /// Encoded bytes being sent: the shared part is encoded once for every worker, and a long

@@ -157,7 +157,10 @@ impl<T, S, R> MpiMaster<T, S, R> {
         };
         if let Some(spawned) = self.spawner.spawned(worker) {
             let queue = &mut spawned.posted;
-            post_message(&spawned.comms, 1, tag, bytes, synchronous, header, queue);
+            let sent = post_message(&spawned.comms, 1, tag, bytes, synchronous, header, queue);
+            if let Some(bytes) = sent {
+                self.recycle(bytes);
+            }
             if synchronous {
                 self.settle(worker);
             }
@@ -165,7 +168,7 @@ impl<T, S, R> MpiMaster<T, S, R> {
         }
         let rank = worker as Rank + 1;
         let comms = &self.end.comms;
-        post_message(
+        let sent = post_message(
             comms,
             rank,
             tag,
@@ -174,6 +177,9 @@ impl<T, S, R> MpiMaster<T, S, R> {
             header,
             &mut self.posted,
         );
+        if let Some(bytes) = sent {
+            self.recycle(bytes);
+        }
         if synchronous {
             self.settle(worker);
         }
@@ -247,8 +253,11 @@ impl<T, S, R> MpiMaster<T, S, R> {
     }
 
     /// The next message, or a worker lost, from a worker not given up on; `None` once
-    /// `deadline` has passed.
-    fn next(&mut self, deadline: Option<Instant>) -> Result<Option<(usize, Tag, Body)>> {
+    /// `timeout` has passed. The clock is first read when the wait is first checked: an answer
+    /// that is already there (the usual case) costs no clock read, and the timeout counts from
+    /// at most [`CHECK_EVERY`] tests later.
+    fn next(&mut self, timeout: Option<Duration>) -> Result<Option<(usize, Tag, Body)>> {
+        let mut deadline: Option<Instant> = None;
         self.reap();
         loop {
             if let Some((worker, why)) = self.gone.unreported.pop_front() {
@@ -288,7 +297,10 @@ impl<T, S, R> MpiMaster<T, S, R> {
                         spawned_waiting = spawner.elastic() && spawner.waiting();
                         gone.unreported.is_empty()
                             && !spawned_waiting
-                            && deadline.is_none_or(|deadline| Instant::now() < deadline)
+                            && timeout.is_none_or(|timeout| {
+                                let now = Instant::now();
+                                now < *deadline.get_or_insert(now + timeout)
+                            })
                     }
                 }
             };
@@ -433,8 +445,7 @@ impl<T: Message, S: Message, R: Message> MasterLink<T, S, R> for MpiMaster<T, S,
     }
 
     fn recv_within(&mut self, timeout: Duration) -> Result<Option<(usize, FromWorker<T, R>)>> {
-        let deadline = Instant::now() + timeout;
-        match self.next(Some(deadline))? {
+        match self.next(Some(timeout))? {
             Some((worker, tag, body)) => Ok(Some((worker, self.read(worker, tag, body)?))),
             None => Ok(None),
         }
@@ -550,7 +561,8 @@ impl<T, S, R> MpiMaster<T, S, R> {
             if leave {
                 bytes.push(LEAVE_UNFINALIZED);
             }
-            post_message(
+            // A stop is rare: its buffer, if handed back, is not worth keeping.
+            let _ = post_message(
                 &spawned.comms,
                 1,
                 STOP,

@@ -153,6 +153,29 @@ impl Drop for Posted {
     }
 }
 
+/// Sends `data` to `rank` on `comm` with a blocking `MPI_Send`, for a message short enough
+/// ([`EAGER`](super::framing::EAGER)) that Open MPI copies it out eagerly and returns at once,
+/// whether or not the receiver is there to take it: no request to test and reap. `false` when
+/// MPI refused it (its peer is gone).
+pub(super) fn send_now(comm: &SimpleCommunicator, rank: Rank, tag: Tag, data: &[u8]) -> bool {
+    let Ok(count) = c_int::try_from(data.len()) else {
+        return false;
+    };
+    // SAFETY: `data` is `count` initialized bytes, borrowed until the call returns, after which
+    // MPI no longer reads them.
+    let code = unsafe {
+        ffi::MPI_Send(
+            data.as_ptr().cast(),
+            count,
+            u8::equivalent_datatype().as_raw(),
+            rank,
+            tag,
+            comm.as_raw(),
+        )
+    };
+    code == 0
+}
+
 /// How a receive ended.
 pub(super) enum Received {
     /// A message is in the buffer.

@@ -222,7 +222,7 @@ impl Spawner {
             self.release(worker, false, |spawned| {
                 let stop = Outgoing::Own(Vec::new());
                 let queue = &mut spawned.posted;
-                super::framing::post_message(
+                let _ = super::framing::post_message(
                     &spawned.comms,
                     1,
                     super::STOP,

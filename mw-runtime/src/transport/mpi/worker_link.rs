@@ -1,7 +1,6 @@
 //! A worker's end (ranks 1 and up): it waits for the master cheaply, and notices when the
 //! master is gone.
 
-use std::marker::PhantomData;
 use std::time::{Duration, Instant};
 
 use mpi::Tag;
@@ -9,11 +8,11 @@ use mpi::topology::SimpleCommunicator;
 
 use super::backoff::Backoff;
 use super::framing::{Endpoint, INLINE, Outgoing, post_message, receive};
-use super::messages::{decode, decode_shared};
+use super::messages::decode_shared;
 use super::posted::Posted;
 use super::{CHUNK, DONE, FAILED, FATAL, FINISHED, KILL, LEAVE_UNFINALIZED, READY, SHARED, STOP};
 use super::{kill, lifeline};
-use crate::codec::Message;
+use crate::codec::{Message, Reader};
 use crate::config::Protocol;
 use crate::transport::{Chunk, FromWorker, ToWorker, WorkerLink};
 
@@ -47,8 +46,15 @@ pub(super) struct MpiWorker<T, R> {
     /// next chunk (a large answer would otherwise hold the worker until the master took it,
     /// undoing the chunk prefetched to it).
     in_flight: Vec<Posted>,
-    _messages: PhantomData<fn(T) -> R>,
+    /// The task vector of the last chunk, for the next chunk's tasks.
+    spare_tasks: Vec<T>,
+    /// The results vector of the last answer, once encoded, for the next answer's results.
+    spare_results: Vec<R>,
 }
+
+/// Capacity of a task or results vector kept for the next chunk, at most (a large one is
+/// freed).
+const SPARE_ITEMS: usize = 4096;
 
 impl<T, R> MpiWorker<T, R> {
     pub(super) fn new(world: SimpleCommunicator, protocol: Protocol) -> Self {
@@ -60,7 +66,8 @@ impl<T, R> MpiWorker<T, R> {
             leave_unfinalized: false,
             outbox: Vec::new(),
             in_flight: Vec::new(),
-            _messages: PhantomData,
+            spare_tasks: Vec::new(),
+            spare_results: Vec::new(),
         }
     }
 
@@ -75,7 +82,7 @@ impl<T, R> MpiWorker<T, R> {
         bytes.clear();
         message.encode(&mut bytes);
         let synchronous = self.protocol == Protocol::Sync || tag == FINISHED;
-        post_message(
+        let sent = post_message(
             &self.end.comms,
             0,
             tag,
@@ -84,6 +91,9 @@ impl<T, R> MpiWorker<T, R> {
             Vec::new(),
             &mut self.in_flight,
         );
+        if let Some(Outgoing::Own(bytes)) = sent {
+            self.outbox = bytes;
+        }
         if !synchronous {
             return true;
         }
@@ -146,13 +156,17 @@ impl<T: Message, S: Message, R: Message> WorkerLink<T, S, R> for MpiWorker<T, R>
                 // Parked: nothing is due, so sleep right away (up to 5 ms between tests).
                 Backoff::new(Duration::ZERO, Duration::from_millis(5))
             };
-            let mut looked = Instant::now();
+            // Read once sleeping, not per message: a chunk due soon is usually there at once.
+            let mut looked: Option<Instant> = None;
             let mut master_gone = false;
             let keep_waiting = |_| {
                 backoff.wait();
-                if backoff.sleeping() && looked.elapsed() >= MASTER_LOOK {
-                    looked = Instant::now();
-                    master_gone = lifeline::master_gone();
+                if backoff.sleeping() {
+                    let now = Instant::now();
+                    if now.duration_since(*looked.get_or_insert(now)) >= MASTER_LOOK {
+                        looked = Some(now);
+                        master_gone = lifeline::master_gone();
+                    }
                 }
                 !master_gone
             };
@@ -181,7 +195,16 @@ impl<T: Message, S: Message, R: Message> WorkerLink<T, S, R> for MpiWorker<T, R>
                 }
                 _ if self.broken => continue,
                 SHARED => decode_shared(bytes),
-                CHUNK => decode::<Chunk<T>>(bytes).map(ToWorker::Chunk),
+                CHUNK => {
+                    let mut input = Reader::new(bytes);
+                    let spare = std::mem::take(&mut self.spare_tasks);
+                    Chunk::decode_into(&mut input, spare)
+                        .and_then(|chunk| {
+                            input.finish("Chunk")?;
+                            Ok(chunk)
+                        })
+                        .map(ToWorker::Chunk)
+                }
                 other => {
                     let reason = format!("unknown message tag {other} from the master");
                     self.broken = true;
@@ -215,13 +238,32 @@ impl<T: Message, S: Message, R: Message> WorkerLink<T, S, R> for MpiWorker<T, R>
 
     fn send(&mut self, message: FromWorker<T, R>) -> bool {
         self.expecting = matches!(message, FromWorker::Done(_) | FromWorker::Ready { .. });
-        match &message {
-            FromWorker::Ready { error } => self.send_encoded(READY, error),
-            FromWorker::Done(done) => self.send_encoded(DONE, done),
-            FromWorker::Failed(failed) => self.send_encoded(FAILED, failed),
-            FromWorker::Finished { error } => self.send_encoded(FINISHED, error),
+        match message {
+            FromWorker::Ready { error } => self.send_encoded(READY, &error),
+            FromWorker::Done(done) => {
+                let sent = self.send_encoded(DONE, &done);
+                let mut results = done.results;
+                if results.capacity() <= SPARE_ITEMS {
+                    results.clear();
+                    self.spare_results = results;
+                }
+                sent
+            }
+            FromWorker::Failed(failed) => self.send_encoded(FAILED, &failed),
+            FromWorker::Finished { error } => self.send_encoded(FINISHED, &error),
             // Made by the master's transport, never sent.
             FromWorker::Lost { .. } => true,
         }
+    }
+
+    fn reuse_tasks(&mut self, mut tasks: Vec<T>) {
+        if tasks.capacity() <= SPARE_ITEMS {
+            tasks.clear();
+            self.spare_tasks = tasks;
+        }
+    }
+
+    fn spare_results(&mut self) -> Vec<R> {
+        std::mem::take(&mut self.spare_results)
     }
 }
