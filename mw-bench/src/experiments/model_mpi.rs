@@ -9,10 +9,9 @@
 //! [`MAX_WORKERS`].
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::Duration;
 
-use mw_runtime::{PolicyName, RunMetrics};
+use mw_runtime::PolicyName;
 
 use super::children::{self, run_with_limit};
 use super::model::{CASES, Case, Observed, PAPER_SCALE, Sweep, calibrated, compare};
@@ -55,45 +54,38 @@ fn observe(exe: &Path, dir: &Path, case: &Case, n: usize) -> Result<Observed, St
     let tc = case.tc_ms;
     let volume = case.volume_bytes as f64 * PAPER_SCALE;
     let per_task = (volume as usize / TASKS / 2).to_string();
-    let metrics = dir.join(format!(
-        "run-{}-{n}.json",
-        case.figure.replace(['(', ')'], "")
-    ));
-    // The tunables go through a file: Open MPI reads `--tune` on the command line as its own.
-    let config = dir.join("Mw.toml");
-    std::fs::write(
+    let name = format!("run-{}-{n}.json", case.figure.replace(['(', ')'], ""));
+    let config = format!(
+        "[run]\npolicy = \"{}\"\nprotocol = \"{}\"\n\n[tuning]\ntune = \"off\"\n",
+        PolicyName::Static,
+        case.protocol
+    );
+    let args = [
+        "--tasks".to_string(),
+        TASKS.to_string(),
+        "--iterations".into(),
+        ITERATIONS.to_string(),
+        "--mean-ms".into(),
+        (tc / TASKS as f64).to_string(),
+        "--stddev".into(),
+        "0".into(),
+        "--task-bytes".into(),
+        per_task.clone(),
+        "--result-bytes".into(),
+        per_task,
+        "--backend".into(),
+        "mpi".into(),
+        "--quiet".into(),
+    ];
+    let m = children::mpirun_metrics(
+        exe,
+        dir,
+        n + 1,
+        &args,
         &config,
-        format!(
-            "[run]\npolicy = \"{}\"\nprotocol = \"{}\"\n\n[tuning]\ntune = \"off\"\n",
-            PolicyName::Static,
-            case.protocol
-        ),
-    )
-    .map_err(|e| format!("cannot write `{}`: {e}", config.display()))?;
-    let mut command = Command::new("mpirun");
-    command.env("OMPI_ALLOW_RUN_AS_ROOT", "1");
-    command.env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
-    command.args(["--oversubscribe", "-np", &(n + 1).to_string()]);
-    command.arg(exe);
-    command.args(["--tasks", &TASKS.to_string()]);
-    command.args(["--iterations", &ITERATIONS.to_string()]);
-    command.args(["--mean-ms", &(tc / TASKS as f64).to_string()]);
-    command.args(["--stddev", "0", "--task-bytes", &per_task]);
-    command.args(["--result-bytes", &per_task, "--backend", "mpi", "--quiet"]);
-    command.arg("--config").arg(&config);
-    command.arg("--metrics").arg(&metrics);
-    let out = run_with_limit(command, Duration::from_secs(120))?;
-    if !out.status.success() {
-        return Err(format!(
-            "mpirun -np {} failed: {}",
-            n + 1,
-            String::from_utf8_lossy(&out.stderr).trim()
-        ));
-    }
-    let text = std::fs::read_to_string(&metrics)
-        .map_err(|e| format!("no metrics at `{}`: {e}", metrics.display()))?;
-    let m: RunMetrics = serde_json::from_str(&text)
-        .map_err(|e| format!("metrics at `{}`: {e}", metrics.display()))?;
+        &name,
+        Duration::from_secs(120),
+    )?;
     let its = &m.iterations;
     let last = its.last();
     Ok(Observed {
