@@ -44,10 +44,10 @@ pub(crate) const PAPER_SCALE: f64 = 0.1;
 
 /// The volumes of the calibration runs, as multiples of the case's: the same chunks, more bytes
 /// per task.
-pub(crate) const VOLUMES: [f64; 3] = [1.0, 4.0, 16.0];
+pub const VOLUMES: [f64; 3] = [1.0, 4.0, 16.0];
 
 /// `k` is recovered when it lies this close to the link's.
-pub(crate) const K_TOLERANCE: f64 = 0.10;
+pub const K_TOLERANCE: f64 = 0.10;
 
 /// The paper's Tables 1, 2 and 4, for the cases run here (its `Tc` in seconds, ours scaled by
 /// [`PAPER_SCALE`]; its volumes).
