@@ -296,13 +296,13 @@ pub fn verdict(sweeps: &[Sweep], link_k: f64, mpi: &[Sweep]) -> Verdict {
     }
 }
 
-/// `1, 4 or 16`.
-fn join_or(volumes: &[f64]) -> String {
+/// `1, 4 and 16`.
+fn volumes_text(volumes: &[f64]) -> String {
     let text: Vec<String> = volumes.iter().map(|v| v.to_string()).collect();
     match text.as_slice() {
         [] => String::new(),
         [one] => one.clone(),
-        [rest @ .., last] => format!("{} or {last}", rest.join(", ")),
+        [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
     }
 }
 
@@ -462,7 +462,7 @@ pub fn run(size: Size) -> Result<Section, BenchError> {
         } else {
             format!(" and again by {}", plan.scale)
         },
-        join_or(&plan.volumes),
+        volumes_text(&plan.volumes),
     );
     ours.push_str(&summary(&sweeps, &plan.cases).markdown());
     ours.push('\n');
