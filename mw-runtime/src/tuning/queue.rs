@@ -118,8 +118,6 @@ pub(crate) fn fit(logs: &[Log]) -> Option<Fit> {
 struct Scratch {
     /// When each message sent has left the link out.
     left: Vec<f64>,
-    /// Answers in the order they reach the link back: when, their bytes, their transfer.
-    answers: Vec<(f64, f64, usize)>,
     /// Each transfer's wait on the link back.
     back: Vec<f64>,
 }
@@ -148,30 +146,24 @@ fn residuals(logs: &[Log], k: f64, count: usize, scratch: &mut Scratch) -> (f64,
 
 /// Each transfer's wait for the link back of `k`, into `scratch.back`: its answer reaches the
 /// link when its chunk has left the link out (`scratch.left`) and been processed (`mo` later
-/// still, the same for every answer, which changes no wait), and waits for the answers that
-/// reached it before. Transfers whose answer was not logged wait 0.
+/// still, the same for every answer, which changes no wait), and waits for the answers before
+/// it. The link sends them in order and the master receives them in the order they arrive,
+/// which is the order of the transfers, so no sorting is needed. Transfers whose answer was
+/// not logged wait 0 and hold the link for no time.
 fn back_waits(log: &Log, k: f64, scratch: &mut Scratch) {
-    let Scratch {
-        left,
-        answers,
-        back,
-    } = scratch;
-    answers.clear();
+    let Scratch { left, back } = scratch;
     back.clear();
-    back.resize(log.transfers.len(), 0.0);
-    for (i, t) in log.transfers.iter().enumerate() {
-        let sent = t.out.and_then(|(_, last)| left.get(last));
-        if let (Some(&sent), Some((bytes, busy))) = (sent, t.back) {
-            answers.push((sent + busy, bytes, i));
-        }
-    }
-    answers.sort_by(|a, b| a.0.total_cmp(&b.0));
     let mut free = f64::NEG_INFINITY;
-    for &(ready, bytes, i) in answers.iter() {
+    back.extend(log.transfers.iter().map(|t| {
+        let sent = t.out.and_then(|(_, last)| left.get(last));
+        let (Some(&sent), Some((bytes, busy))) = (sent, t.back) else {
+            return 0.0;
+        };
+        let ready = sent + busy;
         let start = free.max(ready);
-        back[i] = start - ready;
         free = start + k * bytes;
-    }
+        start - ready
+    }));
 }
 
 /// When each message has left a link of `k` that sends them in order, into `left`.
