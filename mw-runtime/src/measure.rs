@@ -182,6 +182,9 @@ pub struct Transfer {
     /// twice) in the iteration's [`Send`] log, when logged: on the master's one link they wait
     /// for the messages sent before them.
     pub out: Option<(usize, usize)>,
+    /// Its answer's bytes and the worker's processing time before sending it, in ms, when
+    /// logged: answers from several workers queue on the master's link back.
+    pub back: Option<(f64, f64)>,
 }
 
 /// A message the master sent, in the order it sent them: when (ms from the iteration's
@@ -333,6 +336,7 @@ impl Probe {
                 bytes: (sent.bytes + bytes) as f64,
                 ms: ms(trip),
                 out: Some(sent.out),
+                back: Some((bytes as f64, ms(busy))),
             });
         }
     }

@@ -8,6 +8,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+use mw_runtime::RunMetrics;
+
 use crate::BenchError;
 use crate::ideal::Spread;
 
@@ -250,6 +252,41 @@ pub fn nbody(bodies: usize, steps: usize) -> Result<NBodyTimes, String> {
 pub fn mpirun_available() -> bool {
     std::env::var_os("PATH")
         .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join("mpirun").is_file()))
+}
+
+/// One run of `exe` under `mpirun --oversubscribe` on `ranks` ranks with `args`, its tunables
+/// from a config file holding `config` (Open MPI reads `--tune` on the command line as its
+/// own), its metrics written to `dir`/`name` and read back.
+pub(crate) fn mpirun_metrics(
+    exe: &Path,
+    dir: &Path,
+    ranks: usize,
+    args: &[String],
+    config: &str,
+    name: &str,
+    limit: Duration,
+) -> Result<RunMetrics, String> {
+    let config_file = dir.join("Mw.toml");
+    std::fs::write(&config_file, config)
+        .map_err(|e| format!("cannot write `{}`: {e}", config_file.display()))?;
+    let metrics = dir.join(name);
+    let mut command = Command::new("mpirun");
+    command.env("OMPI_ALLOW_RUN_AS_ROOT", "1");
+    command.env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
+    command.args(["--oversubscribe", "-np", &ranks.to_string()]);
+    command.arg(exe).args(args);
+    command.arg("--config").arg(&config_file);
+    command.arg("--metrics").arg(&metrics);
+    let out = run_with_limit(command, limit)?;
+    if !out.status.success() {
+        return Err(format!(
+            "mpirun -np {ranks} failed: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    let text = std::fs::read_to_string(&metrics)
+        .map_err(|e| format!("no metrics at `{}`: {e}", metrics.display()))?;
+    serde_json::from_str(&text).map_err(|e| format!("metrics at `{}`: {e}", metrics.display()))
 }
 
 /// The runtime's MPI bench: (a) with one worker rank, (b) with two.

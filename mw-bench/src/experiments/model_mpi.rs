@@ -2,22 +2,23 @@
 //! built with the `mpi` feature, run by `mpirun --oversubscribe` with one rank per worker and
 //! one for the master, over the real transport (Open MPI's shared memory between the ranks of
 //! one node) instead of the emulated link. The same held-out scheme: calibrated on the runs at
-//! even `n`, scored on those at odd `n`.
+//! even `n`, each at the same volumes as behind the emulated link, scored on those at odd `n`.
+//! Here `k` is what a byte costs between two processes of one machine: encoding it, Open MPI's
+//! copies through shared memory and decoding it.
 //!
 //! Only a few ranks fit: every rank is a process, and a waiting rank spins and yields before it
 //! sleeps, so the ranks' waits compete with the master for the 2 cores; `n` stops at
 //! [`MAX_WORKERS`].
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::Duration;
 
-use mw_runtime::{PolicyName, RunMetrics};
+use mw_runtime::PolicyName;
 
+use super::calibration::{Observed, calibrated};
 use super::children::{self, run_with_limit};
-use super::model::{CASES, Case, Observed, PAPER_SCALE, Sweep, calibrated, compare};
+use super::model::{CASES, Case, PAPER_SCALE, Sweep, VOLUMES, compare};
 use crate::BenchError;
-use crate::ideal::median;
 
 /// The most workers run under MPI (ranks: one more).
 pub const MAX_WORKERS: usize = 7;
@@ -50,62 +51,46 @@ pub(super) fn synthetic_binary() -> Result<PathBuf, String> {
     })
 }
 
-/// One run of `case` on `n` worker ranks; its metrics are read back from `dir`.
-fn observe(exe: &Path, dir: &Path, case: &Case, n: usize) -> Result<Observed, String> {
+/// One run of `case` on `n` worker ranks at `volume` times its volume; its metrics are read
+/// back from `dir`.
+fn observe(exe: &Path, dir: &Path, case: &Case, n: usize, volume: f64) -> Result<Observed, String> {
     let tc = case.tc_ms;
-    let volume = case.volume_bytes as f64 * PAPER_SCALE;
-    let per_task = (volume as usize / TASKS / 2).to_string();
-    let metrics = dir.join(format!(
-        "run-{}-{n}.json",
-        case.figure.replace(['(', ')'], "")
-    ));
-    // The tunables go through a file: Open MPI reads `--tune` on the command line as its own.
-    let config = dir.join("Mw.toml");
-    std::fs::write(
+    let bytes = case.volume_bytes as f64 * PAPER_SCALE * volume;
+    let per_task = (bytes as usize / TASKS / 2).to_string();
+    let name = format!("run-{}-{n}.json", case.figure.replace(['(', ')'], ""));
+    let config = format!(
+        "[run]\npolicy = \"{}\"\nprotocol = \"{}\"\n\n[tuning]\ntune = \"off\"\n",
+        PolicyName::Static,
+        case.protocol
+    );
+    let args = [
+        "--tasks".to_string(),
+        TASKS.to_string(),
+        "--iterations".into(),
+        ITERATIONS.to_string(),
+        "--mean-ms".into(),
+        (tc / TASKS as f64).to_string(),
+        "--stddev".into(),
+        "0".into(),
+        "--task-bytes".into(),
+        per_task.clone(),
+        "--result-bytes".into(),
+        per_task,
+        "--backend".into(),
+        "mpi".into(),
+        "--quiet".into(),
+    ];
+    let m = children::mpirun_metrics(
+        exe,
+        dir,
+        n + 1,
+        &args,
         &config,
-        format!(
-            "[run]\npolicy = \"{}\"\nprotocol = \"{}\"\n\n[tuning]\ntune = \"off\"\n",
-            PolicyName::Static,
-            case.protocol
-        ),
-    )
-    .map_err(|e| format!("cannot write `{}`: {e}", config.display()))?;
-    let mut command = Command::new("mpirun");
-    command.env("OMPI_ALLOW_RUN_AS_ROOT", "1");
-    command.env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
-    command.args(["--oversubscribe", "-np", &(n + 1).to_string()]);
-    command.arg(exe);
-    command.args(["--tasks", &TASKS.to_string()]);
-    command.args(["--iterations", &ITERATIONS.to_string()]);
-    command.args(["--mean-ms", &(tc / TASKS as f64).to_string()]);
-    command.args(["--stddev", "0", "--task-bytes", &per_task]);
-    command.args(["--result-bytes", &per_task, "--backend", "mpi", "--quiet"]);
-    command.arg("--config").arg(&config);
-    command.arg("--metrics").arg(&metrics);
-    let out = run_with_limit(command, Duration::from_secs(120))?;
-    if !out.status.success() {
-        return Err(format!(
-            "mpirun -np {} failed: {}",
-            n + 1,
-            String::from_utf8_lossy(&out.stderr).trim()
-        ));
-    }
-    let text = std::fs::read_to_string(&metrics)
-        .map_err(|e| format!("no metrics at `{}`: {e}", metrics.display()))?;
-    let m: RunMetrics = serde_json::from_str(&text)
-        .map_err(|e| format!("metrics at `{}`: {e}", metrics.display()))?;
-    let its = &m.iterations;
-    let last = its.last();
-    Ok(Observed {
-        time_ms: median(&its.iter().map(|i| i.time_ms).collect::<Vec<_>>()),
-        lm_ms: median(&its.iter().map(|i| i.lm_ms).collect::<Vec<_>>()),
-        mo_ms: its.iter().rev().find_map(|i| i.mo_ms),
-        k_ms_per_byte: its.iter().rev().find_map(|i| i.k_ms_per_byte),
-        volume_bytes: last.map_or(0.0, |i| i.volume_bytes as f64),
-        alpha: last.map_or(0.5, |i| i.alpha),
-        // Equal tasks: the drawn task time is the mean's.
-        tc_ms: tc,
-    })
+        &name,
+        Duration::from_secs(120),
+    )?;
+    // Equal tasks: the drawn task time is the mean's.
+    Ok(Observed::from_metrics(&m, tc))
 }
 
 /// The sweeps of [`cases`] under MPI, n = 2..[`MAX_WORKERS`]; an error says why they could not
@@ -120,16 +105,21 @@ pub fn sweeps() -> Result<Vec<Sweep>, String> {
     let result = (|| {
         let mut sweeps = Vec::new();
         for case in cases() {
-            let (mut observed, mut runs, mut calibrated_on) = (Vec::new(), Vec::new(), Vec::new());
+            let (mut observed, mut calibrated_on) = (Vec::new(), Vec::new());
+            let (mut at_volume, mut runs) = (Vec::new(), Vec::new());
             for n in 2..=MAX_WORKERS {
-                let o = observe(&exe, &dir, &case, n)?;
+                let o = observe(&exe, &dir, &case, n, 1.0)?;
                 observed.push((n, o.time_ms));
                 if n % 2 == 0 {
-                    runs.push(o);
+                    at_volume.push(o);
                     calibrated_on.push(n);
+                    for &volume in VOLUMES.iter().filter(|&&v| v != 1.0) {
+                        runs.push(observe(&exe, &dir, &case, n, volume)?);
+                    }
                 }
             }
-            let Some(params) = calibrated(&runs) else {
+            runs.extend(at_volume.iter().copied());
+            let Some(params) = calibrated(&at_volume, &runs, case.protocol) else {
                 continue;
             };
             let sweep = compare(

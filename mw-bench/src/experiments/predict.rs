@@ -9,14 +9,13 @@
 //! its links.
 
 use std::path::Path;
-use std::process::Command;
 use std::time::Duration;
 
 use mw_runtime::{LoadPattern, RunMetrics};
 use mwgen::predict::{Request, forecast, pilot};
 use serde_json::json;
 
-use super::children::{self, run_with_limit};
+use super::children;
 use super::{LINK_LATENCY_MS, LINK_MBIT, fixed, program, synthetic};
 use crate::doc::{Section, Table, Verdict, ms};
 use crate::ideal::median;
@@ -111,44 +110,29 @@ fn mpirun(
     workers: usize,
     iterations: usize,
 ) -> Result<RunMetrics, BenchError> {
-    let fail = |what: String| BenchError(format!("error: {what}"));
-    let metrics = dir.join(format!("run-{workers}-{iterations}.json"));
-    // The tunables go through a file: Open MPI reads `--tune` on the command line as its own.
-    let config = dir.join("Mw.toml");
-    std::fs::write(
-        &config,
+    let args = [
+        "--tasks".to_string(),
+        tasks.to_string(),
+        "--iterations".into(),
+        iterations.to_string(),
+        "--mean-ms".into(),
+        "1".into(),
+        "--stddev".into(),
+        "0.3".into(),
+        "--backend".into(),
+        "mpi".into(),
+        "--quiet".into(),
+    ];
+    children::mpirun_metrics(
+        exe,
+        dir,
+        workers + 1,
+        &args,
         "[run]\npolicy = \"daf\"\nprotocol = \"async\"\n\n[tuning]\ntune = \"off\"\n",
+        &format!("run-{workers}-{iterations}.json"),
+        Duration::from_secs(300),
     )
-    .map_err(|e| fail(format!("cannot write `{}`: {e}", config.display())))?;
-    let mut command = Command::new("mpirun");
-    command.env("OMPI_ALLOW_RUN_AS_ROOT", "1");
-    command.env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
-    command.args(["--oversubscribe", "-np", &(workers + 1).to_string()]);
-    command.arg(exe);
-    command.args(["--tasks", &tasks.to_string()]);
-    command.args(["--iterations", &iterations.to_string()]);
-    command.args([
-        "--mean-ms",
-        "1",
-        "--stddev",
-        "0.3",
-        "--backend",
-        "mpi",
-        "--quiet",
-    ]);
-    command.arg("--config").arg(&config);
-    command.arg("--metrics").arg(&metrics);
-    let out = run_with_limit(command, Duration::from_secs(300)).map_err(fail)?;
-    if !out.status.success() {
-        return Err(fail(format!(
-            "mpirun -np {} failed: {}",
-            workers + 1,
-            String::from_utf8_lossy(&out.stderr).trim()
-        )));
-    }
-    let text = std::fs::read_to_string(&metrics)
-        .map_err(|e| fail(format!("no metrics at `{}`: {e}", metrics.display())))?;
-    serde_json::from_str(&text).map_err(|e| fail(format!("`{}`: {e}", metrics.display())))
+    .map_err(|what| BenchError(format!("error: {what}")))
 }
 
 /// A pilot in `setup`, then each run of `workers` × `iterations` against its prediction.

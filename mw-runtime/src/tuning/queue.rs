@@ -7,9 +7,13 @@
 //! queue's wait as bandwidth (with the shared part of N-Body's shape at 100 Mbit/s, `k` came
 //! out 2 to 4 times the link's). Here the trips are explained instead by replaying the master's
 //! send log through a link of the candidate `k`: a transfer's trip is its wait behind earlier
-//! messages, plus `k` times its own bytes, plus `2·mo` (out and back). For each `k` the best
-//! `mo` is the mean of what is left; the `k` of least squared error wins, found on a geometric
-//! grid and refined by golden-section search.
+//! messages, plus `k` times its own bytes, plus `2·mo` (out and back). The answers share the
+//! link back the same way: each is handed to it when its chunk has arrived and been processed,
+//! and waits behind the answers handed to it before. Unreplayed, that wait grows along the
+//! burst like the wait out, and read as bandwidth: with answers a third larger than their
+//! chunks (`static`, a few bytes per task), `k` came out 1.4 times the link's. For each `k` the
+//! best `mo` is the mean of what is left; the `k` of least squared error wins, found on a
+//! geometric grid and refined by golden-section search.
 
 use crate::measure::{Send, Transfer};
 use crate::model::{Fit, fit_latency_bandwidth};
@@ -59,10 +63,10 @@ pub(crate) fn fit(logs: &[Log]) -> Option<Fit> {
         .flat_map(|l| &l.transfers)
         .map(|t| (t.ms - mean).powi(2))
         .sum();
-    // One scratch buffer for every replay: the fit runs at every boundary, so its cost is
-    // part of the tuner's own time.
-    let mut left = Vec::new();
-    let mut error = |k: f64| residuals(logs, k, count, &mut left);
+    // One set of scratch buffers for every replay: the fit runs at every boundary, so its cost
+    // is part of the tuner's own time.
+    let mut scratch = Scratch::default();
+    let mut error = |k: f64| residuals(logs, k, count, &mut scratch);
     // The grid, with k = 0 as its first point.
     let ratio = (K_MAX / K_MIN).powf(1.0 / (GRID - 1) as f64);
     let grid: Vec<f64> = std::iter::once(0.0)
@@ -109,17 +113,26 @@ pub(crate) fn fit(logs: &[Log]) -> Option<Fit> {
     })
 }
 
-/// For a link of `k`: the best intercept (at least 0) and the squared error left. `left` is
-/// scratch space for the departures.
-fn residuals(logs: &[Log], k: f64, count: usize, left: &mut Vec<f64>) -> (f64, f64) {
+/// Buffers reused by every replay.
+#[derive(Debug, Default)]
+struct Scratch {
+    /// When each message sent has left the link out.
+    left: Vec<f64>,
+    /// Each transfer's wait on the link back.
+    back: Vec<f64>,
+}
+
+/// For a link of `k`: the best intercept (at least 0) and the squared error left.
+fn residuals(logs: &[Log], k: f64, count: usize, scratch: &mut Scratch) -> (f64, f64) {
     let (mut sum, mut squares) = (0.0, 0.0);
     for log in logs {
-        departures(&log.sends, k, left);
-        for t in &log.transfers {
-            let wait = t
-                .out
-                .map_or(0.0, |(first, last)| wait(&log.sends, left, first, last, k));
-            let rest = t.ms - k * t.bytes - wait;
+        departures(&log.sends, k, &mut scratch.left);
+        back_waits(log, k, scratch);
+        for (t, back) in log.transfers.iter().zip(&scratch.back) {
+            let wait = t.out.map_or(0.0, |(first, last)| {
+                wait(&log.sends, &scratch.left, first, last, k)
+            });
+            let rest = t.ms - k * t.bytes - wait - back;
             sum += rest;
             squares += rest * rest;
         }
@@ -129,6 +142,28 @@ fn residuals(logs: &[Log], k: f64, count: usize, left: &mut Vec<f64>) -> (f64, f
     // Σ(r − c)² without a second pass over the rests.
     let sse = (squares - 2.0 * intercept * sum + n * intercept * intercept).max(0.0);
     (intercept, sse)
+}
+
+/// Each transfer's wait for the link back of `k`, into `scratch.back`: its answer reaches the
+/// link when its chunk has left the link out (`scratch.left`) and been processed (`mo` later
+/// still, the same for every answer, which changes no wait), and waits for the answers before
+/// it. The link sends them in order and the master receives them in the order they arrive,
+/// which is the order of the transfers, so no sorting is needed. Transfers whose answer was
+/// not logged wait 0 and hold the link for no time.
+fn back_waits(log: &Log, k: f64, scratch: &mut Scratch) {
+    let Scratch { left, back } = scratch;
+    back.clear();
+    let mut free = f64::NEG_INFINITY;
+    back.extend(log.transfers.iter().map(|t| {
+        let sent = t.out.and_then(|(_, last)| left.get(last));
+        let (Some(&sent), Some((bytes, busy))) = (sent, t.back) else {
+            return 0.0;
+        };
+        let ready = sent + busy;
+        let start = free.max(ready);
+        free = start + k * bytes;
+        start - ready
+    }));
 }
 
 /// When each message has left a link of `k` that sends them in order, into `left`.
@@ -186,6 +221,7 @@ mod tests {
                 bytes: shared + chunk + answer,
                 ms: trip,
                 out: Some((i, n + i)),
+                back: None,
             });
         }
         // Later chunks, one at a time to an idle link.
@@ -199,6 +235,7 @@ mod tests {
                 bytes: chunk + answer,
                 ms: mo + chunk * k + mo + answer * k,
                 out: Some((sends.len() - 1, sends.len() - 1)),
+                back: None,
             });
         }
         Log { sends, transfers }
@@ -218,6 +255,51 @@ mod tests {
         assert!(fitted.r2 > 0.999, "{fitted:?}");
     }
 
+    /// A burst of one chunk of `chunk` bytes to each of `n` workers through a simulated link
+    /// of `mo`, `k` each way; each worker works `busy` ms and answers with `answer` bytes, and
+    /// the answers queue on the link back when they come faster than it carries them.
+    fn both_ways(n: usize, chunk: f64, answer: f64, busy: f64, mo: f64, k: f64) -> Log {
+        let sends: Vec<Send> = (0..n)
+            .map(|_| Send {
+                at_ms: 0.0,
+                bytes: chunk,
+            })
+            .collect();
+        let mut free_back = f64::NEG_INFINITY;
+        let transfers = (0..n)
+            .map(|i| {
+                let ready = (i + 1) as f64 * k * chunk + mo + busy;
+                let start = free_back.max(ready);
+                free_back = start + k * answer;
+                Transfer {
+                    bytes: chunk + answer,
+                    ms: free_back + mo - busy,
+                    out: Some((i, i)),
+                    back: Some((answer, busy)),
+                }
+            })
+            .collect();
+        Log { sends, transfers }
+    }
+
+    #[test]
+    fn answers_queued_on_the_link_back_are_not_read_as_bandwidth() {
+        // `static` at 100 Mbit/s, 0.1 ms: 8 workers, chunks of 2,700 bytes answered with
+        // 3,600 (the synthetic program's answers carry 8 bytes more per task).
+        let (mo, k) = (0.1, 8e-5);
+        let log = both_ways(8, 2_700.0, 3_600.0, 12.5, mo, k);
+        let fitted = fit(std::slice::from_ref(&log)).unwrap();
+        assert!((fitted.k_ms_per_byte / k - 1.0).abs() < 0.01, "{fitted:?}");
+        assert!((fitted.mo_ms / (2.0 * mo) - 1.0).abs() < 0.01, "{fitted:?}");
+        // Replaying the link out alone, as before, the queue back read as a third more `k`.
+        let mut out_only = log;
+        for t in &mut out_only.transfers {
+            t.back = None;
+        }
+        let before = fit(&[out_only]).unwrap();
+        assert!(before.k_ms_per_byte > 1.2 * k, "{before:?}");
+    }
+
     #[test]
     fn without_a_log_it_is_the_straight_line() {
         let transfers = [(1e3, 0.3), (1e4, 1.2), (1e5, 10.2)]
@@ -226,6 +308,7 @@ mod tests {
                 bytes,
                 ms,
                 out: None,
+                back: None,
             })
             .collect();
         let log = Log {
@@ -250,6 +333,7 @@ mod tests {
                 bytes: sends[i].bytes,
                 ms: 0.01 + 0.001 * (i % 3) as f64,
                 out: Some((i, i)),
+                back: None,
             })
             .collect();
         let fitted = fit(&[Log { sends, transfers }]).unwrap();

@@ -54,6 +54,7 @@ fn measured(index: usize, n: usize, p: &Params, time_ms: Option<f64>) -> Observa
                 bytes,
                 ms: 2.0 * p.mo_ms + p.k_ms_per_byte * bytes,
                 out: None,
+                back: None,
             }
         })
         .collect();
