@@ -251,6 +251,7 @@ impl<M: Master> Round<M> {
             busy_ms,
             answers,
             workers: self.workers,
+            in_flight: (0.0, 0.0),
         }
     }
 
@@ -699,12 +700,33 @@ where
         round.planned = true;
     }
 
+    /// The iteration's progress at `at` ([`Round::span`]), with the chunks being processed
+    /// counted by how far each should be: the time since its worker started it (its last
+    /// answer, or the chunk's send) over its tasks at the worker's mean task time.
+    fn progress(&self, round: &Round<M>, at: Instant) -> Span {
+        let mut span = round.span(at);
+        for (worker, held) in self.held.iter().enumerate() {
+            let Some(front) = held.front().filter(|f| f.iteration == round.index) else {
+                continue;
+            };
+            let mean = self.stats.worker(worker).mean();
+            if mean <= 0.0 || !mean.is_finite() {
+                continue;
+            }
+            let started = front.sent.max(self.standing[worker].heard);
+            let elapsed = ms(at.saturating_duration_since(started)).min(front.len as f64 * mean);
+            span.in_flight.0 += elapsed / mean;
+            span.in_flight.1 += elapsed;
+        }
+        span
+    }
+
     /// A checkpoint inside the iteration: the tuner looks at the tasks answered so far and may
     /// change `nworkers` or `factor` at once: new workers get the shared part and chunks, workers
     /// taken out get no more, and the policy plans the tasks not yet cut anew.
     fn look(&mut self, round: &mut Round<M>) -> Result<()> {
         let looking = clock::now();
-        let span = round.span(looking);
+        let span = self.progress(round, looking);
         let done = span.tasks;
         let remaining = round.remaining(done);
         round.next_look = Some(done + round.look_every).filter(|_| remaining > 0);

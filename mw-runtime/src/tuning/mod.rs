@@ -682,7 +682,13 @@ impl Tunlet for policy::PolicyTunlet {
         Tunable::Policy
     }
     fn propose(&mut self, view: &TunerView<'_>) -> Option<Proposal> {
-        policy::PolicyTunlet::propose(self, view.look.estimate, view.look.obs, view.setting)
+        policy::PolicyTunlet::propose(
+            self,
+            view.look.estimate,
+            view.look.obs,
+            view.setting,
+            view.inside_iteration(),
+        )
     }
 }
 
@@ -740,6 +746,11 @@ pub(crate) struct Span {
     pub answers: u64,
     /// Workers taking part now.
     pub workers: usize,
+    /// The chunks being processed, as tasks done (each chunk's tasks by the share of its
+    /// expected time that has passed) and the processing time spent on them, in ms: a policy
+    /// that hands out large chunks is then judged on the work done, not only on the few
+    /// chunks it has had answered.
+    pub in_flight: (f64, f64),
 }
 
 impl Span {
@@ -747,8 +758,11 @@ impl Span {
     /// iteration), with the workers taking part at `to`; `None` for an empty stretch.
     pub fn score(from: &Span, to: &Span, objective: Objective) -> Option<f64> {
         let t = to.ms - from.ms;
-        let m = to.tasks.checked_sub(from.tasks).filter(|&m| m > 0)? as f64;
-        let tc = to.busy_ms - from.busy_ms;
+        let m = (to.tasks as f64 + to.in_flight.0) - (from.tasks as f64 + from.in_flight.0);
+        if to.tasks <= from.tasks || m <= 0.0 {
+            return None;
+        }
+        let tc = (to.busy_ms + to.in_flight.1) - (from.busy_ms + from.in_flight.1);
         (t > 0.0).then(|| match objective {
             Objective::Index if tc > 0.0 => to.workers.max(1) as f64 * t * t / (tc * m),
             _ => t / m,

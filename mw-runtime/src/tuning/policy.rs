@@ -1,13 +1,16 @@
 //! `PolicyTunlet`: with `--policy auto`, the distribution policy, chosen by simulating the next
 //! iteration under every policy of the portfolio with the measured task times, worker speeds
 //! and link (the factor tunlet's simulation), the current factor for the policies that use one.
+//! Where the workers' speeds moved from one iteration to the next, each candidate is simulated
+//! under every set of speeds of the last few iterations (the policies reading what was measured
+//! last), so that a policy that commits tasks to yesterday's speeds pays for it.
 
 use serde_json::json;
 
 use super::decide::{Explanation, Proposal};
 use super::estimate::Estimate;
-use super::factor::{Key, REPS, Setting, sim_workers, spec};
-use super::simulate::simulate;
+use super::factor::{Key, REPS, SAME_SPEED_MAX, Setting, sim_workers, spec};
+use super::simulate::{SimWorker, simulate};
 use crate::measure::Observation;
 use crate::policy::PolicyName;
 use crate::tunables::Change;
@@ -36,13 +39,26 @@ pub(crate) const CANDIDATES: [PolicyName; 15] = [
 /// to the next (new task times, another seed).
 const CLOSE: f64 = 0.03;
 
+/// Iterations whose speeds the next one is simulated under: under load that comes and goes
+/// every few iterations, the window holds both states.
+const WINDOW: usize = 4;
+
 /// The policy tunlet. Like the factor tunlet it keeps the candidates' simulated times while
 /// the simulation's inputs hold.
 #[derive(Debug, Default)]
 pub(crate) struct PolicyTunlet {
-    last: Option<(Key, Vec<(PolicyName, f64)>)>,
+    /// The last few simulations: under load that comes and goes, the speeds alternate.
+    last: Vec<(Key, Vec<(PolicyName, f64)>)>,
     /// The policy proposed at the last look, if any.
     proposed: Option<PolicyName>,
+    /// Each worker's speed at the end of the last iterations (at most [`WINDOW`]), oldest
+    /// first, with the iteration measured.
+    speeds: Vec<(usize, Vec<SimWorker>)>,
+    /// Per policy that ran whole iterations: their measured times and the simulated ones, summed.
+    reality: Vec<(PolicyName, f64, f64)>,
+    /// Inside an iteration: the policy that has run it from its start so far, and its measured
+    /// over simulated time; `None` once the policy changed within it.
+    running: Option<(usize, PolicyName, Option<f64>)>,
     /// Times the candidates were simulated (not reused).
     pub simulations: usize,
 }
@@ -63,6 +79,7 @@ impl PolicyTunlet {
         est: &Estimate,
         obs: &Observation,
         s: &Setting<'_>,
+        inside: bool,
     ) -> Option<Proposal> {
         let n = s.workers.min(s.tasks).max(1);
         // Until every worker taking part has been measured the simulation would see them all
@@ -71,29 +88,49 @@ impl PolicyTunlet {
             return None;
         }
         let workers = sim_workers(est, n);
-        let key = Key::new(est, s, &workers);
-        if !self
-            .last
-            .as_ref()
-            .is_some_and(|(last, _)| last.close_to(&key))
-        {
+        if !inside {
+            self.remember(obs.facts.index, &workers);
+        }
+        let scenarios = self.scenarios(&workers);
+        let key = Key::new(est, s, &scenarios.concat());
+        if let Some(at) = self.last.iter().position(|(last, _)| last.close_to(&key)) {
+            // The one used goes last, the oldest is dropped first.
+            let hit = self.last.remove(at);
+            self.last.push(hit);
+        } else {
             let seed = obs.facts.index as u64;
             let times = CANDIDATES
                 .iter()
                 .map(|&policy| {
-                    let mut spec = spec(est, s, &workers, s.factor);
-                    spec.policy = policy;
-                    (policy, simulate(&spec, seed, REPS))
+                    let time = scenarios
+                        .iter()
+                        .map(|speeds| {
+                            let mut spec = spec(est, s, speeds, s.factor);
+                            spec.policy = policy;
+                            simulate(&spec, seed, REPS)
+                        })
+                        .sum::<f64>()
+                        / scenarios.len() as f64;
+                    (policy, time)
                 })
                 .collect();
             self.simulations += 1;
-            self.last = Some((key, times));
+            self.last.push((key, times));
+            if self.last.len() > WINDOW {
+                self.last.remove(0);
+            }
         }
-        let (_, times) = self.last.as_ref()?;
         let current = match s.policy {
             PolicyName::Dpf => PolicyName::Factoring,
             other => other.starting(),
         };
+        self.learn(est, obs, s, &workers, current, inside);
+        let (_, simulated) = self.last.last()?;
+        let times: Vec<(PolicyName, f64)> = simulated
+            .iter()
+            .map(|&(p, t)| (p, t * self.reality_over_simulation(p)))
+            .collect();
+        let times = &times;
         let now = times.iter().find(|(p, _)| *p == current)?.1;
         let best = choose(times, current, self.proposed);
         self.proposed = (best.0 != current).then_some(best.0);
@@ -123,6 +160,103 @@ impl PolicyTunlet {
                 best,
             }),
         })
+    }
+}
+
+impl PolicyTunlet {
+    /// Compares what `current` measured with its simulation of the same tasks at the speeds
+    /// measured: over the iteration that just ended (when it ran it whole), or inside one over
+    /// the tasks answered so far (while it has run it from the start).
+    fn learn(
+        &mut self,
+        est: &Estimate,
+        obs: &Observation,
+        s: &Setting<'_>,
+        workers: &[SimWorker],
+        current: PolicyName,
+        inside: bool,
+    ) {
+        let index = obs.facts.index;
+        if inside {
+            let same = match self.running {
+                Some((i, p, _)) if i == index => p == current,
+                _ => true,
+            };
+            if !same {
+                self.running = Some((index, current, None));
+                return;
+            }
+        } else {
+            self.running = None;
+            if obs.facts.mixed {
+                return;
+            }
+        }
+        let ran = match obs.facts.policy {
+            PolicyName::Dpf => PolicyName::Factoring,
+            other => other.starting(),
+        };
+        if ran != current || obs.facts.tasks == 0 || obs.facts.time_ms <= 0.0 {
+            return;
+        }
+        let mut spec = spec(est, s, workers, s.factor);
+        spec.tasks = obs.facts.tasks;
+        spec.policy = current;
+        let simulated = simulate(&spec, index as u64, REPS);
+        if simulated <= 0.0 || !simulated.is_finite() {
+            return;
+        }
+        if inside {
+            self.running = Some((index, current, Some(obs.facts.time_ms / simulated)));
+        } else if let Some(r) = self.reality.iter_mut().find(|(p, _, _)| *p == current) {
+            r.1 += obs.facts.time_ms;
+            r.2 += simulated;
+        } else {
+            self.reality.push((current, obs.facts.time_ms, simulated));
+        }
+    }
+
+    /// How much longer `policy` took than its simulation, pooled over the iterations it ran
+    /// whole (else over the part of this one it ran); 1 for a policy never run.
+    fn reality_over_simulation(&self, policy: PolicyName) -> f64 {
+        if let Some(&(_, measured, simulated)) = self.reality.iter().find(|(p, _, _)| *p == policy)
+        {
+            return measured / simulated;
+        }
+        match self.running {
+            Some((_, p, Some(ratio))) if p == policy => ratio,
+            _ => 1.0,
+        }
+    }
+
+    /// Keeps the speeds measured in iteration `index` (once an iteration), dropping the oldest
+    /// beyond [`WINDOW`] and any of another worker count.
+    fn remember(&mut self, index: usize, workers: &[SimWorker]) {
+        self.speeds
+            .retain(|(i, w)| *i != index && w.len() == workers.len());
+        self.speeds.push((index, workers.to_vec()));
+        if self.speeds.len() > WINDOW {
+            self.speeds.remove(0);
+        }
+    }
+
+    /// The speeds the next tasks are simulated under: those measured now, and those of the
+    /// last iterations when they differ from them by more than the simulation's own tolerance
+    /// (a worker whose load came or went), so that steady speeds cost one simulation.
+    fn scenarios(&self, now: &[SimWorker]) -> Vec<Vec<SimWorker>> {
+        let mut scenarios = vec![now.to_vec()];
+        let moved = |a: &[SimWorker], b: &[SimWorker]| {
+            a.iter().zip(b).any(|(p, w)| {
+                (p.mean_ms - w.mean_ms).abs() / p.mean_ms.max(w.mean_ms).max(f64::MIN_POSITIVE)
+                    > SAME_SPEED_MAX
+            })
+        };
+        for (_, past) in self.speeds.iter().rev() {
+            if past.len() == now.len() && scenarios.iter().all(|s| moved(s, past)) {
+                scenarios.push(past.clone());
+            }
+        }
+        scenarios
     }
 }
 

@@ -741,7 +741,7 @@ fn the_policy_tunlet_simulates_the_portfolio() {
     };
     let mut tunlet = policy::PolicyTunlet::default();
     let proposal = tunlet
-        .propose(&est, &obs, &setting(PolicyName::Static))
+        .propose(&est, &obs, &setting(PolicyName::Static), false)
         .unwrap();
     let Change::Policy(best) = proposal.change else {
         panic!("{proposal:?}")
@@ -756,9 +756,9 @@ fn the_policy_tunlet_simulates_the_portfolio() {
     let details = proposal.explanation.details();
     assert_eq!(details["simulated"].as_array().unwrap().len(), 15);
     // From the best there is nothing to propose; `dpf` is simulated as `factoring`.
-    assert!(tunlet.propose(&est, &obs, &setting(best)).is_none());
-    let factoring = tunlet.propose(&est, &obs, &setting(PolicyName::Factoring));
-    let dpf = tunlet.propose(&est, &obs, &setting(PolicyName::Dpf));
+    assert!(tunlet.propose(&est, &obs, &setting(best), false).is_none());
+    let factoring = tunlet.propose(&est, &obs, &setting(PolicyName::Factoring), false);
+    let dpf = tunlet.propose(&est, &obs, &setting(PolicyName::Dpf), false);
     assert_eq!(factoring.map(|p| p.gain), dpf.map(|p| p.gain));
     // Policies have no order: a streak counts proposals of the same policy.
     let mut decider = decide::Decider::default();
