@@ -445,6 +445,11 @@ impl Registry {
         Ok(())
     }
 
+    /// Every registered policy with its factory, in the order registered.
+    pub fn entries(&self) -> &[(String, PolicyFactory)] {
+        &self.policies
+    }
+
     /// The factory registered under `name` (compared as the built-in names are: case aside).
     pub fn find(&self, name: &str) -> Option<&PolicyFactory> {
         self.policies

@@ -3,19 +3,22 @@
 //! and link (the factor tunlet's simulation), the current factor for the policies that use one.
 //! Where the workers' speeds moved from one iteration to the next, each candidate is simulated
 //! under every set of speeds of the last few iterations (the policies reading what was measured
-//! last), so that a policy that commits tasks to yesterday's speeds pays for it.
+//! last), so that a policy that commits tasks to yesterday's speeds pays for it. The policies
+//! the program registered by name are candidates too, simulated with fresh ones from their
+//! factories.
 
 use serde_json::json;
 
 use super::decide::{Explanation, Proposal};
 use super::estimate::Estimate;
 use super::factor::{Key, REPS, SAME_SPEED_MAX, Setting, sim_workers, spec};
-use super::simulate::{SimWorker, simulate};
+use super::simulate::{SimWorker, simulate, simulate_with};
 use crate::measure::Observation;
-use crate::policy::PolicyName;
+use crate::policy::{PolicyChoice, PolicyFactory, PolicyName};
 use crate::tunables::Change;
 
-/// The policies simulated: every one but `dpf` (the same cuts as `factoring`) and `auto`.
+/// The built-in policies simulated: every one but `dpf` (the same cuts as `factoring`) and
+/// `auto`; the registered ones follow them.
 pub(crate) const CANDIDATES: [PolicyName; 15] = [
     PolicyName::Daf,
     PolicyName::Static,
@@ -48,27 +51,42 @@ const WINDOW: usize = 4;
 #[derive(Debug, Default)]
 pub(crate) struct PolicyTunlet {
     /// The last few simulations: under load that comes and goes, the speeds alternate.
-    last: Vec<(Key, Vec<(PolicyName, f64)>)>,
+    last: Vec<(Key, Vec<(PolicyChoice, f64)>)>,
     /// The policy proposed at the last look, if any.
-    proposed: Option<PolicyName>,
+    proposed: Option<PolicyChoice>,
     /// Each worker's speed at the end of the last iterations (at most [`WINDOW`]), oldest
     /// first, with the iteration measured.
     speeds: Vec<(usize, Vec<SimWorker>)>,
     /// Per policy that ran whole iterations: their measured times and the simulated ones, summed.
-    reality: Vec<(PolicyName, f64, f64)>,
+    reality: Vec<(PolicyChoice, f64, f64)>,
     /// Inside an iteration: the policy that has run it from its start so far, and its measured
     /// over simulated time; `None` once the policy changed within it.
-    running: Option<(usize, PolicyName, Option<f64>)>,
+    running: Option<(usize, PolicyChoice, Option<f64>)>,
     /// Times the candidates were simulated (not reused).
     pub simulations: usize,
 }
 
-/// The number a policy stands for in a proposal (its place in [`PolicyName::ALL`]).
-fn number(policy: PolicyName) -> f64 {
-    PolicyName::ALL
-        .iter()
-        .position(|&p| p == policy)
-        .unwrap_or(0) as f64
+/// The number a policy stands for in a proposal: its place in [`PolicyName::ALL`], then in
+/// the order registered.
+fn number(policy: &PolicyChoice, registered: &[(String, PolicyFactory)]) -> f64 {
+    let place = match policy {
+        PolicyChoice::BuiltIn(name) => PolicyName::ALL.iter().position(|p| p == name),
+        PolicyChoice::Registered(name) => registered
+            .iter()
+            .position(|(n, _)| n == name)
+            .map(|i| PolicyName::ALL.len() + i),
+    };
+    place.unwrap_or(0) as f64
+}
+
+/// The candidate a policy is simulated as: `dpf` cuts as `factoring`, `auto` as where it
+/// starts.
+fn simulated_as(policy: &PolicyChoice) -> PolicyChoice {
+    match policy {
+        PolicyChoice::BuiltIn(PolicyName::Dpf) => PolicyName::Factoring.into(),
+        PolicyChoice::BuiltIn(name) => name.starting().into(),
+        registered => registered.clone(),
+    }
 }
 
 impl PolicyTunlet {
@@ -80,6 +98,8 @@ impl PolicyTunlet {
         obs: &Observation,
         s: &Setting<'_>,
         inside: bool,
+        running: &PolicyChoice,
+        registered: &[(String, PolicyFactory)],
     ) -> Option<Proposal> {
         let n = s.workers.min(s.tasks).max(1);
         // Until every worker taking part has been measured the simulation would see them all
@@ -99,15 +119,27 @@ impl PolicyTunlet {
             self.last.push(hit);
         } else {
             let seed = obs.facts.index as u64;
-            let times = CANDIDATES
+            let built_in = CANDIDATES.iter().map(|&p| (PolicyChoice::from(p), None));
+            let own = registered
                 .iter()
-                .map(|&policy| {
+                .map(|(name, factory)| (PolicyChoice::Registered(name.clone()), Some(factory)));
+            let times = built_in
+                .chain(own)
+                .map(|(policy, factory)| {
                     let time = scenarios
                         .iter()
                         .map(|speeds| {
                             let mut spec = spec(est, s, speeds, s.factor);
-                            spec.policy = policy;
-                            simulate(&spec, seed, REPS)
+                            match (&policy, factory) {
+                                (_, Some(factory)) => {
+                                    simulate_with(&spec, &|| factory(), seed, REPS)
+                                }
+                                (PolicyChoice::BuiltIn(name), None) => {
+                                    spec.policy = *name;
+                                    simulate(&spec, seed, REPS)
+                                }
+                                (PolicyChoice::Registered(_), None) => f64::NAN,
+                            }
                         })
                         .sum::<f64>()
                         / scenarios.len() as f64;
@@ -120,21 +152,32 @@ impl PolicyTunlet {
                 self.last.remove(0);
             }
         }
-        let current = match s.policy {
-            PolicyName::Dpf => PolicyName::Factoring,
-            other => other.starting(),
+        let current = simulated_as(running);
+        let simulate_current = |tasks: usize| {
+            let mut spec = spec(est, s, &workers, s.factor);
+            spec.tasks = tasks;
+            let seed = obs.facts.index as u64;
+            match &current {
+                PolicyChoice::BuiltIn(name) => {
+                    spec.policy = *name;
+                    Some(simulate(&spec, seed, REPS))
+                }
+                PolicyChoice::Registered(name) => registered
+                    .iter()
+                    .find(|(n, _)| n == name)
+                    .map(|(_, factory)| simulate_with(&spec, &|| factory(), seed, REPS)),
+            }
         };
-        self.learn(est, obs, s, &workers, current, inside);
+        self.learn(obs, &current, inside, &simulate_current);
         let (_, simulated) = self.last.last()?;
-        let times: Vec<(PolicyName, f64)> = simulated
+        let times: Vec<(PolicyChoice, f64)> = simulated
             .iter()
-            .map(|&(p, t)| (p, t * self.reality_over_simulation(p)))
+            .map(|(p, t)| (p.clone(), t * self.reality_over_simulation(p)))
             .collect();
-        let times = &times;
         let now = times.iter().find(|(p, _)| *p == current)?.1;
-        let best = choose(times, current, self.proposed);
-        self.proposed = (best.0 != current).then_some(best.0);
-        let (policy, time) = best;
+        let best = choose(&times, current.clone(), self.proposed.clone());
+        self.proposed = (best.0 != current).then(|| best.0.clone());
+        let (policy, time) = best.clone();
         if policy == current || now.is_nan() || now <= 0.0 {
             return None;
         }
@@ -145,9 +188,9 @@ impl PolicyTunlet {
             .predict(s.tasks, s.workers, s.protocol)
             .unwrap_or(obs.facts.time_ms);
         Some(Proposal {
+            from: number(running, registered),
+            to: number(&policy, registered),
             change: Change::Policy(policy),
-            from: number(s.policy),
-            to: number(policy),
             gain,
             sensitivity: 1.0,
             predicted_ms: base * (1.0 - gain),
@@ -155,7 +198,7 @@ impl PolicyTunlet {
                 tasks: s.tasks,
                 workers: workers.iter().map(|w| w.mean_ms).collect(),
                 factor: s.factor,
-                simulated: times.clone(),
+                simulated: times,
                 current: (current, now),
                 best,
             }),
@@ -167,23 +210,22 @@ impl PolicyTunlet {
     /// Compares what `current` measured with its simulation of the same tasks at the speeds
     /// measured: over the iteration that just ended (when it ran it whole), or inside one over
     /// the tasks answered so far (while it has run it from the start).
+    /// `simulate_current` simulates `current` over a number of tasks at the speeds measured.
     fn learn(
         &mut self,
-        est: &Estimate,
         obs: &Observation,
-        s: &Setting<'_>,
-        workers: &[SimWorker],
-        current: PolicyName,
+        current: &PolicyChoice,
         inside: bool,
+        simulate_current: &dyn Fn(usize) -> Option<f64>,
     ) {
         let index = obs.facts.index;
         if inside {
-            let same = match self.running {
-                Some((i, p, _)) if i == index => p == current,
+            let same = match &self.running {
+                Some((i, p, _)) if *i == index => p == current,
                 _ => true,
             };
             if !same {
-                self.running = Some((index, current, None));
+                self.running = Some((index, current.clone(), None));
                 return;
             }
         } else {
@@ -192,39 +234,38 @@ impl PolicyTunlet {
                 return;
             }
         }
-        let ran = match obs.facts.policy {
-            PolicyName::Dpf => PolicyName::Factoring,
-            other => other.starting(),
-        };
-        if ran != current || obs.facts.tasks == 0 || obs.facts.time_ms <= 0.0 {
+        if simulated_as(&obs.facts.policy) != *current
+            || obs.facts.tasks == 0
+            || obs.facts.time_ms <= 0.0
+        {
             return;
         }
-        let mut spec = spec(est, s, workers, s.factor);
-        spec.tasks = obs.facts.tasks;
-        spec.policy = current;
-        let simulated = simulate(&spec, index as u64, REPS);
+        let Some(simulated) = simulate_current(obs.facts.tasks) else {
+            return;
+        };
         if simulated <= 0.0 || !simulated.is_finite() {
             return;
         }
         if inside {
-            self.running = Some((index, current, Some(obs.facts.time_ms / simulated)));
-        } else if let Some(r) = self.reality.iter_mut().find(|(p, _, _)| *p == current) {
+            let ratio = obs.facts.time_ms / simulated;
+            self.running = Some((index, current.clone(), Some(ratio)));
+        } else if let Some(r) = self.reality.iter_mut().find(|(p, _, _)| p == current) {
             r.1 += obs.facts.time_ms;
             r.2 += simulated;
         } else {
-            self.reality.push((current, obs.facts.time_ms, simulated));
+            self.reality
+                .push((current.clone(), obs.facts.time_ms, simulated));
         }
     }
 
     /// How much longer `policy` took than its simulation, pooled over the iterations it ran
     /// whole (else over the part of this one it ran); 1 for a policy never run.
-    fn reality_over_simulation(&self, policy: PolicyName) -> f64 {
-        if let Some(&(_, measured, simulated)) = self.reality.iter().find(|(p, _, _)| *p == policy)
-        {
+    fn reality_over_simulation(&self, policy: &PolicyChoice) -> f64 {
+        if let Some((_, measured, simulated)) = self.reality.iter().find(|(p, _, _)| p == policy) {
             return measured / simulated;
         }
-        match self.running {
-            Some((_, p, Some(ratio))) if p == policy => ratio,
+        match &self.running {
+            Some((_, p, Some(ratio))) if p == policy => *ratio,
             _ => 1.0,
         }
     }
@@ -265,22 +306,22 @@ impl PolicyTunlet {
 /// proposal must hold for `persistence` looks to the same policy: so the policy proposed at
 /// the last look is proposed again while it is within [`CLOSE`] of the best and faster than
 /// `current`.
-pub(crate) fn choose(
-    times: &[(PolicyName, f64)],
-    current: PolicyName,
-    proposed: Option<PolicyName>,
-) -> (PolicyName, f64) {
-    let time = |policy| times.iter().find(|(p, _)| *p == policy).map(|&(_, t)| t);
-    let now = time(current).unwrap_or(f64::INFINITY);
-    let mut best = (current, now);
-    for &(p, t) in times {
-        if t < best.1 {
-            best = (p, t);
+pub(crate) fn choose<P: PartialEq + Clone>(
+    times: &[(P, f64)],
+    current: P,
+    proposed: Option<P>,
+) -> (P, f64) {
+    let time = |policy: &P| times.iter().find(|(p, _)| p == policy).map(|(_, t)| *t);
+    let now = time(&current).unwrap_or(f64::INFINITY);
+    let mut best = (current.clone(), now);
+    for (p, t) in times {
+        if *t < best.1 {
+            best = (p.clone(), *t);
         }
     }
     let kept = proposed
-        .filter(|&p| p != current && p != best.0)
-        .and_then(|p| time(p).map(|t| (p, t)))
+        .filter(|p| *p != current && *p != best.0)
+        .and_then(|p| time(&p).map(|t| (p, t)))
         .filter(|&(_, t)| t < now && t <= best.1 * (1.0 + CLOSE));
     kept.unwrap_or(best)
 }
@@ -292,9 +333,9 @@ pub(crate) struct PolicySimulation {
     /// Each worker's mean task time, in ms.
     workers: Vec<f64>,
     factor: f64,
-    simulated: Vec<(PolicyName, f64)>,
-    current: (PolicyName, f64),
-    best: (PolicyName, f64),
+    simulated: Vec<(PolicyChoice, f64)>,
+    current: (PolicyChoice, f64),
+    best: (PolicyChoice, f64),
 }
 
 impl PolicySimulation {
@@ -320,7 +361,7 @@ impl PolicySimulation {
         let simulated: Vec<_> = self
             .simulated
             .iter()
-            .map(|&(p, t)| json!({"policy": p.as_str(), "time_ms": t}))
+            .map(|(p, t)| json!({"policy": p.to_string(), "time_ms": t}))
             .collect();
         json!({
             "tunlet": "policy",
@@ -330,7 +371,7 @@ impl PolicySimulation {
                 "factor": self.factor,
             },
             "simulated": simulated,
-            "current": {"policy": self.current.0.as_str(), "time_ms": self.current.1},
+            "current": {"policy": self.current.0.to_string(), "time_ms": self.current.1},
         })
     }
 }
