@@ -259,15 +259,34 @@ impl PolicyTunlet {
     }
 
     /// How much longer `policy` took than its simulation, pooled over the iterations it ran
-    /// whole (else over the part of this one it ran); 1 for a policy never run.
+    /// whole (else over the part of this one it ran). A policy never run is taken to lose as
+    /// little as the policy that lost least, and never less than its simulation: what every
+    /// policy run lost is the machine's (a busy machine, a slow start), what one gained is its
+    /// own (the simulation overrates what `ss`'s many messages cost on threads).
     fn reality_over_simulation(&self, policy: &PolicyChoice) -> f64 {
-        if let Some((_, measured, simulated)) = self.reality.iter().find(|(p, _, _)| p == policy) {
-            return measured / simulated;
-        }
-        match &self.running {
-            Some((_, p, Some(ratio))) if p == policy => *ratio,
-            _ => 1.0,
-        }
+        let measured = |p: &PolicyChoice| {
+            if let Some((_, measured, simulated)) = self.reality.iter().find(|(q, _, _)| q == p) {
+                return Some(measured / simulated);
+            }
+            match &self.running {
+                Some((_, q, Some(ratio))) if q == p => Some(*ratio),
+                _ => None,
+            }
+        };
+        measured(policy).unwrap_or_else(|| {
+            let known = self
+                .reality
+                .iter()
+                .map(|(p, _, _)| p)
+                .chain(self.running.as_ref().map(|(_, p, _)| p))
+                .filter_map(measured);
+            let least = known.fold(f64::INFINITY, f64::min);
+            if least.is_finite() {
+                least.max(1.0)
+            } else {
+                1.0
+            }
+        })
     }
 
     /// Keeps the speeds measured in iteration `index` (once an iteration), dropping the oldest
@@ -373,5 +392,68 @@ impl PolicySimulation {
             "simulated": simulated,
             "current": {"policy": self.current.0.to_string(), "time_ms": self.current.1},
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn speeds(means: &[f64]) -> Vec<SimWorker> {
+        means
+            .iter()
+            .map(|&mean_ms| SimWorker {
+                mean_ms,
+                sd_ms: 0.0,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_policy_never_run_loses_what_every_policy_run_lost() {
+        let (ss, daf, wf) = (
+            PolicyChoice::from(PolicyName::Ss),
+            PolicyChoice::from(PolicyName::Daf),
+            PolicyChoice::from(PolicyName::Wf),
+        );
+        let mut tunlet = PolicyTunlet::default();
+        assert_eq!(tunlet.reality_over_simulation(&wf), 1.0);
+        // `daf` ran 20 % slower than simulated: so would any other on this machine.
+        tunlet.reality.push((daf.clone(), 240.0, 200.0));
+        assert!((tunlet.reality_over_simulation(&daf) - 1.2).abs() < 1e-12);
+        assert!((tunlet.reality_over_simulation(&wf) - 1.2).abs() < 1e-12);
+        // `ss` ran faster than simulated: its own gain, not lent to the others.
+        tunlet.reality.push((ss.clone(), 90.0, 100.0));
+        assert!((tunlet.reality_over_simulation(&ss) - 0.9).abs() < 1e-12);
+        assert_eq!(tunlet.reality_over_simulation(&wf), 1.0);
+        // Inside an iteration, the part run so far speaks for the policy running.
+        let mut inside = PolicyTunlet {
+            running: Some((0, ss.clone(), Some(1.1))),
+            ..PolicyTunlet::default()
+        };
+        assert!((inside.reality_over_simulation(&ss) - 1.1).abs() < 1e-12);
+        assert!((inside.reality_over_simulation(&wf) - 1.1).abs() < 1e-12);
+        inside.running = Some((0, ss, None));
+        assert_eq!(inside.reality_over_simulation(&wf), 1.0);
+    }
+
+    #[test]
+    fn moved_speeds_are_simulated_too_steady_ones_once() {
+        let mut tunlet = PolicyTunlet::default();
+        let loaded = speeds(&[4.0, 1.0, 4.0, 1.0]);
+        let free = speeds(&[1.0, 1.0, 1.0, 1.0]);
+        tunlet.remember(0, &loaded);
+        tunlet.remember(1, &speeds(&[4.2, 1.0, 3.9, 1.05]));
+        // Within the simulation's tolerance of each other: one set of speeds.
+        assert_eq!(tunlet.scenarios(&loaded).len(), 1);
+        tunlet.remember(2, &free);
+        tunlet.remember(3, &free);
+        let both = tunlet.scenarios(&free);
+        assert_eq!(both.len(), 2, "{both:?}");
+        assert_eq!(both[0], free);
+        // At most the last four iterations are kept: the loaded ones are forgotten.
+        tunlet.remember(4, &free);
+        tunlet.remember(5, &free);
+        assert_eq!(tunlet.scenarios(&free).len(), 1);
     }
 }
