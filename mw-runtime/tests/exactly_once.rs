@@ -363,13 +363,13 @@ fn metrics_file_has_the_contract_fields() {
     assert_eq!(back.iterations.len(), 2);
 }
 
-/// `auto` starts as `ss`. Behind a link where every message takes 1 ms and tasks take 0.2 ms,
+/// `auto` starts as `ss`. Behind a link where every message takes 2 ms and tasks take 0.1 ms,
 /// the tuner leaves it inside the first iteration for a policy of larger chunks, which plans
 /// the tasks not yet cut: still every result once, and every task cut once.
 #[test]
 fn auto_changes_the_policy_inside_an_iteration_and_loses_nothing() {
     let scenario = Scenario {
-        iterations: vec![vec![200; 600]; 2],
+        iterations: vec![vec![100; 1000]; 2],
         nworkers: vec![],
         panic_at: None,
     };
@@ -380,7 +380,7 @@ fn auto_changes_the_policy_inside_an_iteration_and_loses_nothing() {
                 ..TuningConfig::default()
             },
             link: Some(EmulatedLink {
-                latency_ms: 1.0,
+                latency_ms: 2.0,
                 bandwidth_mbit: None,
             }),
             ..config(4, PolicyName::Auto, protocol, 0.5)
@@ -397,7 +397,7 @@ fn auto_changes_the_policy_inside_an_iteration_and_loses_nothing() {
             metrics.decisions
         );
         for it in &metrics.iterations {
-            assert_eq!(it.chunk_sizes.iter().sum::<usize>(), 600);
+            assert_eq!(it.chunk_sizes.iter().sum::<usize>(), 1000);
         }
     }
 }

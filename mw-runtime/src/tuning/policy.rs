@@ -108,6 +108,10 @@ impl PolicyTunlet {
             return None;
         }
         let workers = sim_workers(est, n);
+        // Inside an iteration the master simulates instead of sending, and the workers of
+        // `ss` soon wait: one simulated run per candidate, whose tasks are many enough for
+        // their sum to vary little.
+        let reps = if inside { 1 } else { REPS };
         if !inside {
             self.remember(obs.facts.index, &workers);
         }
@@ -132,11 +136,11 @@ impl PolicyTunlet {
                             let mut spec = spec(est, s, speeds, s.factor);
                             match (&policy, factory) {
                                 (_, Some(factory)) => {
-                                    simulate_with(&spec, &|| factory(), seed, REPS)
+                                    simulate_with(&spec, &|| factory(), seed, reps)
                                 }
                                 (PolicyChoice::BuiltIn(name), None) => {
                                     spec.policy = *name;
-                                    simulate(&spec, seed, REPS)
+                                    simulate(&spec, seed, reps)
                                 }
                                 (PolicyChoice::Registered(_), None) => f64::NAN,
                             }
@@ -153,6 +157,8 @@ impl PolicyTunlet {
             }
         }
         let current = simulated_as(running);
+        // What ran is compared with one simulated run: a whole iteration's or a tenth's tasks
+        // are many enough for their sum to vary little.
         let simulate_current = |tasks: usize| {
             let mut spec = spec(est, s, &workers, s.factor);
             spec.tasks = tasks;
@@ -160,12 +166,12 @@ impl PolicyTunlet {
             match &current {
                 PolicyChoice::BuiltIn(name) => {
                     spec.policy = *name;
-                    Some(simulate(&spec, seed, REPS))
+                    Some(simulate(&spec, seed, 1))
                 }
                 PolicyChoice::Registered(name) => registered
                     .iter()
                     .find(|(n, _)| n == name)
-                    .map(|(_, factory)| simulate_with(&spec, &|| factory(), seed, REPS)),
+                    .map(|(_, factory)| simulate_with(&spec, &|| factory(), seed, 1)),
             }
         };
         self.learn(obs, &current, inside, &simulate_current);
