@@ -238,9 +238,9 @@ pub struct Iteration {
     /// The distribution factor.
     pub factor: f64,
     /// The distribution policy: the one named by `--policy` or chosen by `auto`, the
-    /// configured name still when the program brought its own ([`Setup::policy`]), and `daf`
-    /// when `--policy` names one the program registered ([`Setup::register_policy`]); the
-    /// metrics record the policy's own name.
+    /// configured name still when the program brought its own ([`Setup::policy`]), `daf`
+    /// when `--policy` names one the program registered ([`Setup::register_policy`]), and
+    /// `auto` while `auto` runs a registered one; the metrics record the policy's own name.
     pub policy: PolicyName,
 }
 

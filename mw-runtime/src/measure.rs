@@ -413,7 +413,7 @@ pub(crate) struct Facts {
     /// `nworkers` in force (workers asked to take part).
     pub workers: usize,
     pub factor: f64,
-    pub policy: crate::policy::PolicyName,
+    pub policy: crate::policy::PolicyChoice,
     pub tasks: usize,
     pub chunks: usize,
     /// Wall time of the iteration (`Tt`), in ms.

@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
-use crate::policy::PolicyName;
+use crate::policy::{PolicyChoice, PolicyName};
 
 /// The values the runtime tunes while the program runs.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -22,8 +22,9 @@ pub struct Tunables {
     pub nworkers: usize,
     /// How work is cut into chunks, `0 < factor ≤ 1`.
     pub factor: f64,
-    /// The distribution policy.
-    pub policy: PolicyName,
+    /// The distribution policy: a built-in one, or with `--policy auto` one the program
+    /// registered ([`Setup::register_policy`](crate::Setup::register_policy)).
+    pub policy: PolicyChoice,
 }
 
 /// One requested change to a tunable.
@@ -34,7 +35,7 @@ pub enum Change {
     /// New `factor`.
     Factor(f64),
     /// New `policy`.
-    Policy(PolicyName),
+    Policy(PolicyChoice),
     /// A new value for a tunable the program declared ([`TunableId::change`]).
     Declared(DeclaredId, f64),
 }
@@ -210,7 +211,7 @@ impl Change {
                 format!("choose between 1 and the pool of {pool} workers (see --max-workers)"),
             )),
             Change::Factor(f) => check_factor(f),
-            Change::Policy(PolicyName::Auto) => Err(Error::config(
+            Change::Policy(PolicyChoice::BuiltIn(PolicyName::Auto)) => Err(Error::config(
                 "error: `policy` cannot be set to `auto` while the program runs",
                 "`auto` is chosen when the run starts (`--policy auto`); set a policy by name, \
                  e.g. `wf`",
@@ -241,8 +242,8 @@ impl Change {
                 .map(Change::Factor)
                 .map_err(|_| bad("a number in (0, 1]")),
             "policy" => value
-                .parse()
-                .map(Change::Policy)
+                .parse::<PolicyName>()
+                .map(|p| Change::Policy(p.into()))
                 .map_err(|_| bad(&format!("one of {}", PolicyName::ALL_NAMES))),
             _ => Err(Error::config(
                 format!("error: no tunable is named `{name}`"),
@@ -255,7 +256,7 @@ impl Change {
         match self {
             Change::Nworkers(n) => (*n).into(),
             Change::Factor(f) => (*f).into(),
-            Change::Policy(p) => p.as_str().into(),
+            Change::Policy(p) => p.to_string().into(),
             Change::Declared(_, v) => (*v).into(),
         }
     }
@@ -290,7 +291,9 @@ impl Tunables {
                 std::mem::replace(&mut self.factor, *f).into()
             }
             Change::Policy(p) if *p != self.policy => {
-                std::mem::replace(&mut self.policy, *p).as_str().into()
+                std::mem::replace(&mut self.policy, p.clone())
+                    .to_string()
+                    .into()
             }
             _ => return None,
         };
@@ -579,10 +582,13 @@ impl TunablesHandle {
         match tunable {
             Tunable::Nworkers => state.current.nworkers as f64,
             Tunable::Factor => state.current.factor,
-            Tunable::Policy => PolicyName::ALL
-                .iter()
-                .position(|&p| p == state.current.policy)
-                .unwrap_or(0) as f64,
+            Tunable::Policy => match &state.current.policy {
+                PolicyChoice::BuiltIn(policy) => PolicyName::ALL
+                    .iter()
+                    .position(|p| p == policy)
+                    .unwrap_or(0) as f64,
+                PolicyChoice::Registered(_) => PolicyName::ALL.len() as f64,
+            },
             Tunable::Declared(id) => state.declared[id.0].value,
         }
     }
@@ -765,7 +771,7 @@ mod tests {
         let start = Tunables {
             nworkers: 2,
             factor: 0.5,
-            policy: PolicyName::Daf,
+            policy: PolicyName::Daf.into(),
         };
         let handle = TunablesHandle::new(start, 8);
         let external = || Why::plain(Source::External, "external");
@@ -797,7 +803,7 @@ mod tests {
         let start = Tunables {
             nworkers: 2,
             factor: 0.5,
-            policy: PolicyName::Daf,
+            policy: PolicyName::Daf.into(),
         };
         let handle = TunablesHandle::new(start, 8);
         let tile = handle.declare("tile", 16_i64, 4..=64).unwrap();

@@ -4,7 +4,9 @@
 #![allow(clippy::unwrap_used)]
 
 use mw_runtime::prelude::*;
-use mw_runtime::{ErrorKind, Objective, PolicyName, RunConfig, RunMetrics, TuneMode, TuningConfig};
+use mw_runtime::{
+    EmulatedLink, ErrorKind, Objective, PolicyName, RunConfig, RunMetrics, TuneMode, TuningConfig,
+};
 use proptest::prelude::*;
 
 mod common;
@@ -359,4 +361,43 @@ fn metrics_file_has_the_contract_fields() {
     );
     let back = RunMetrics::read(&path).unwrap();
     assert_eq!(back.iterations.len(), 2);
+}
+
+/// `auto` starts as `ss`. Behind a link where every message takes 2 ms and tasks take 0.1 ms,
+/// the tuner leaves it inside the first iteration for a policy of larger chunks, which plans
+/// the tasks not yet cut: still every result once, and every task cut once.
+#[test]
+fn auto_changes_the_policy_inside_an_iteration_and_loses_nothing() {
+    let scenario = Scenario {
+        iterations: vec![vec![100; 1000]; 2],
+        nworkers: vec![],
+        panic_at: None,
+    };
+    for protocol in [Protocol::Sync, Protocol::Async] {
+        let config = RunConfig {
+            tuning: TuningConfig {
+                mode: TuneMode::Factor,
+                ..TuningConfig::default()
+            },
+            link: Some(EmulatedLink {
+                latency_ms: 2.0,
+                bandwidth_mbit: None,
+            }),
+            ..config(4, PolicyName::Auto, protocol, 0.5)
+        };
+        let metrics = run(&scenario, &config).unwrap();
+        let midway: Vec<_> = metrics
+            .decisions
+            .iter()
+            .filter(|d| d.tunable == "policy" && d.iteration == 0 && d.tasks_done.is_some())
+            .collect();
+        assert!(
+            midway.first().is_some_and(|d| d.from == "ss"),
+            "{:?}",
+            metrics.decisions
+        );
+        for it in &metrics.iterations {
+            assert_eq!(it.chunk_sizes.iter().sum::<usize>(), 1000);
+        }
+    }
 }

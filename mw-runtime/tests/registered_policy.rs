@@ -167,3 +167,109 @@ fn a_name_taken_by_a_built_in_policy_is_refused() {
         assert!(e.contains("help:"), "{e}");
     }
 }
+
+/// One chunk per worker, sized by the worker's measured speed: on workers of unequal speed
+/// behind a slow link, fewer messages than any built-in policy sends and no imbalance.
+#[derive(Debug, Default)]
+struct Proportional {
+    shares: Vec<usize>,
+}
+
+impl Policy for Proportional {
+    fn name(&self) -> &str {
+        "proportional"
+    }
+    fn begin(&mut self, plan: &Plan<'_>) {
+        let speeds: Vec<f64> = (0..plan.workers)
+            .map(|w| plan.stats.worker(w).mean())
+            .map(|mean| if mean > 0.0 { 1.0 / mean } else { 0.0 })
+            .collect();
+        let total: f64 = speeds.iter().sum();
+        self.shares = speeds
+            .iter()
+            .map(|s| {
+                if total > 0.0 {
+                    (plan.tasks as f64 * s / total).ceil() as usize
+                } else {
+                    plan.tasks.div_ceil(plan.workers)
+                }
+            })
+            .collect();
+    }
+    fn next_chunk(&mut self, ask: &Ask<'_>) -> usize {
+        let share = self.shares.get_mut(ask.worker).map_or(0, std::mem::take);
+        share.clamp(1, ask.remaining)
+    }
+}
+
+/// Tasks of 1 ms, three iterations of 400, registering `proportional`.
+struct Sleepy;
+
+impl Master for Sleepy {
+    type Task = u32;
+    type Result = u32;
+    type Shared = ();
+
+    fn initialize(&mut self, setup: &mut Setup) -> mw_runtime::Result<()> {
+        setup.register_policy("proportional", || Box::new(Proportional::default()))
+    }
+
+    fn partition(&mut self, it: &Iteration) -> Work<(), u32> {
+        Work::tasks(if it.index < 3 {
+            (0..400).collect()
+        } else {
+            Vec::new()
+        })
+    }
+
+    fn recover(&mut self, _task: TaskId, _result: u32) {}
+}
+
+#[derive(Default)]
+struct Sleeper;
+
+impl Worker for Sleeper {
+    type Task = u32;
+    type Result = u32;
+    type Shared = ();
+    fn do_work(&mut self, _shared: &(), task: &u32) -> u32 {
+        std::thread::sleep(std::time::Duration::from_millis(1));
+        *task
+    }
+}
+
+#[test]
+fn auto_chooses_a_registered_policy_when_it_is_best() {
+    // Workers 0 and 1 at a quarter of the others' speed, 2 ms a message: every built-in policy
+    // pays for its many chunks or for the imbalance, the registered one for neither.
+    let config = config(
+        "",
+        &[
+            "--policy",
+            "auto",
+            "--load",
+            "0:0-1:75",
+            "--link-latency",
+            "2",
+            "--backup-after",
+            "1000",
+        ],
+    );
+    let config = RunConfig {
+        workers: Some(4),
+        max_workers: Some(4),
+        tuning: TuningConfig {
+            mode: mw_runtime::TuneMode::Factor,
+            ..TuningConfig::default()
+        },
+        ..config
+    };
+    let report = mw_runtime::run_config(&config, || Sleepy, Sleeper::default).unwrap();
+    let metrics = report.into_metrics().unwrap();
+    let chosen = metrics
+        .decisions
+        .iter()
+        .find(|d| d.tunable == "policy" && d.to == "proportional");
+    assert!(chosen.is_some(), "{:#?}", metrics.decisions);
+    assert_eq!(metrics.iterations.last().unwrap().policy, "proportional");
+}

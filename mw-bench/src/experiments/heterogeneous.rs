@@ -219,10 +219,10 @@ pub fn run(size: Size) -> Result<Section, BenchError> {
          `--load 0:0-1:75` (workers 0 and 1 at 75 %, a quarter of the others' speed), variable \
          load `--load variable:2:75` (the even workers loaded every other two iterations). \
          Every policy untuned (`--tune off`) but `auto` (`--tune factor`: it chooses the policy \
-         and the factor, starting as `daf`); backup copies off (`--backup-after 1000`). The \
+         and the factor, starting as `ss`); backup copies off (`--backup-after 1000`). The \
          ideal is the iteration's drawn task time over the workers' total speed. Times are the \
-         mean over the run's iterations, the first ones included, where `auto` still runs \
-         `daf`.\n\n{}\n",
+         mean over the run's iterations, the first ones included, where `auto` starts as `ss` \
+         and chooses once every worker has answered a few tasks.\n\n{}\n",
         table(&rows).markdown()
     );
     Ok(Section {

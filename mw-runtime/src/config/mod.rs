@@ -720,7 +720,7 @@ impl RunConfig {
         Tunables {
             nworkers: self.workers.unwrap_or(pool).clamp(1, pool.max(1)),
             factor: self.factor,
-            policy: self.policy.starting(),
+            policy: self.policy.starting().into(),
         }
     }
 }

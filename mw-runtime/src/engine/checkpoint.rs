@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use crate::codec;
 use crate::error::{Error, ErrorKind, Result};
 use crate::measure::{Moments, TaskStats};
-use crate::policy::PolicyName;
+use crate::policy::PolicyChoice;
 use crate::tunables::Tunables;
 
 /// Opens every checkpoint file; a file without it is not one.
@@ -163,7 +163,7 @@ impl Checkpoint {
                 "resume with the program that wrote it",
             ));
         }
-        let policy: PolicyName = policy
+        let policy: PolicyChoice = policy
             .parse()
             .map_err(|_| damaged(format!("it names an unknown policy `{policy}`")))?;
         Ok(Checkpoint {
@@ -207,7 +207,7 @@ mod tests {
             tunables: Tunables {
                 nworkers: 3,
                 factor: 0.25,
-                policy: PolicyName::Daf,
+                policy: crate::PolicyName::Daf.into(),
             },
             task_times: (
                 Moments::from_sums(4, 8.0, 20.0),

@@ -16,7 +16,7 @@ use crate::control::{ControlServer, Status};
 use crate::error::{Error, ErrorKind, Result};
 use crate::measure::{Facts, Probe, TaskStats};
 use crate::metrics::{Failure, IterationMetrics, Measured, RunMetrics};
-use crate::policy::{self, Ask, ChunkDone, Plan, Policy, PolicyName};
+use crate::policy::{self, Ask, ChunkDone, Plan, Policy, PolicyChoice};
 use crate::progress::Progress;
 use crate::trace::{MasterWork, Trace};
 use crate::transport::{Chunk, Done, Failed, FromWorker, MasterLink, ToWorker};
@@ -69,7 +69,8 @@ where
         config,
         tunables,
         policy: config.policy.build(),
-        policy_name: config.policy,
+        policy_name: config.policy.starting().into(),
+        registry: Default::default(),
         own_policy: false,
         healthy: vec![true; pool],
         standing: vec![Standing::new(started); pool],
@@ -148,7 +149,9 @@ struct Engine<'a, M: Master, L> {
     config: &'a RunConfig,
     tunables: TunablesHandle,
     policy: Box<dyn Policy>,
-    policy_name: PolicyName,
+    policy_name: PolicyChoice,
+    /// The policies the program registered: `auto` may choose one.
+    registry: policy::Registry,
     /// The program brought its own policy (`Setup::policy`): kept for the whole run.
     own_policy: bool,
     /// Workers that may take part: not lost, not sitting out after repeated failures.
@@ -267,6 +270,7 @@ impl<M: Master> Round<M> {
             busy_ms,
             answers,
             workers: self.workers,
+            in_flight: (0.0, 0.0),
         }
     }
 
@@ -334,7 +338,8 @@ where
             self.policy = own;
             self.own_policy = true;
         }
-        let registry = std::mem::take(&mut setup.registry);
+        self.registry = std::mem::take(&mut setup.registry);
+        self.tuner.register_policies(&self.registry);
         self.tuner.add_tunlets(std::mem::take(&mut setup.tunlets));
         self.progress.expect_iterations(setup.iterations);
         self.stream_ahead = setup.stream_ahead;
@@ -360,7 +365,7 @@ where
         // A registered name is looked up once the program has registered its policies (every
         // worker has answered, so none is left waiting); `Setup::policy` takes precedence.
         if let Some(name) = &self.config.registered_policy {
-            let registered = registry.build(name)?;
+            let registered = self.registry.build(name)?;
             if !self.own_policy {
                 self.policy = registered;
                 self.own_policy = true;
@@ -453,16 +458,16 @@ where
                 .extend(applied.into_iter().map(|a| a.decision));
             self.welcome_back(index);
             let tunables = self.tunables.current();
-            if !self.own_policy && tunables.policy != self.policy_name {
-                self.policy = tunables.policy.build();
-                self.policy_name = tunables.policy;
-            }
+            self.follow_policy(&tunables.policy)?;
             let healthy = self.healthy.iter().filter(|&&h| h).count();
             let iteration = Iteration {
                 index,
                 workers: tunables.nworkers.min(healthy),
                 factor: tunables.factor,
-                policy: tunables.policy,
+                policy: match tunables.policy {
+                    PolicyChoice::BuiltIn(name) => name,
+                    PolicyChoice::Registered(_) => self.config.policy,
+                },
             };
             match self.iteration(&iteration)? {
                 Some(Flow::Continue) => {
@@ -721,12 +726,33 @@ where
         round.planned = true;
     }
 
+    /// The iteration's progress at `at` ([`Round::span`]), with the chunks being processed
+    /// counted by how far each should be: the time since its worker started it (its last
+    /// answer, or the chunk's send) over its tasks at the worker's mean task time.
+    fn progress(&self, round: &Round<M>, at: Instant) -> Span {
+        let mut span = round.span(at);
+        for (worker, held) in self.held.iter().enumerate() {
+            let Some(front) = held.front().filter(|f| f.iteration == round.index) else {
+                continue;
+            };
+            let mean = self.stats.worker(worker).mean();
+            if mean <= 0.0 || !mean.is_finite() {
+                continue;
+            }
+            let started = front.sent.max(self.standing[worker].heard);
+            let elapsed = ms(at.saturating_duration_since(started)).min(front.len as f64 * mean);
+            span.in_flight.0 += elapsed / mean;
+            span.in_flight.1 += elapsed;
+        }
+        span
+    }
+
     /// A checkpoint inside the iteration: the tuner looks at the tasks answered so far and may
     /// change `nworkers` or `factor` at once: new workers get the shared part and chunks, workers
     /// taken out get no more, and the policy plans the tasks not yet cut anew.
     fn look(&mut self, round: &mut Round<M>) -> Result<()> {
         let looking = clock::now();
-        let span = round.span(looking);
+        let span = self.progress(round, looking);
         let done = span.tasks;
         let remaining = round.remaining(done);
         round.next_look = Some(done + round.look_every).filter(|_| remaining > 0);
@@ -735,7 +761,7 @@ where
                 index: round.index,
                 workers: round.workers,
                 factor: round.factor,
-                policy: self.policy_name,
+                policy: self.policy_name.clone(),
                 tasks: done as usize,
                 chunks: round.chunk_sizes.len(),
                 time_ms: span.ms,
@@ -819,11 +845,21 @@ where
             }
         }
         round.workers = round.active.iter().filter(|&&a| a).count().max(1);
-        if !self.own_policy && current.policy != self.policy_name {
-            self.policy = current.policy.build();
-            self.policy_name = current.policy;
-        }
+        self.follow_policy(&current.policy)?;
         self.plan(round);
+        Ok(())
+    }
+
+    /// Builds the policy now in force, if it changed and the program did not bring its own.
+    fn follow_policy(&mut self, choice: &PolicyChoice) -> Result<()> {
+        if self.own_policy || *choice == self.policy_name {
+            return Ok(());
+        }
+        self.policy = match choice {
+            PolicyChoice::BuiltIn(name) => name.build(),
+            PolicyChoice::Registered(name) => self.registry.build(name)?,
+        };
+        self.policy_name = choice.clone();
         Ok(())
     }
 
@@ -1183,7 +1219,7 @@ where
             index: it.index,
             workers: it.workers,
             factor: it.factor,
-            policy: it.policy,
+            policy: self.policy_name.clone(),
             tasks,
             chunks: round.chunk_sizes.len(),
             time_ms: ms(elapsed),

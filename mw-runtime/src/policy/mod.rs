@@ -203,7 +203,7 @@ pub enum PolicyName {
     /// Modified fixed size chunking: fixed chunks, as many as FAC2 cuts.
     Mfsc,
     /// Chosen and re-chosen while the program runs, by simulating every other policy on the
-    /// measured task times and worker speeds (starts as `daf`).
+    /// measured task times and worker speeds (starts as `ss`).
     Auto,
 }
 
@@ -264,10 +264,12 @@ impl PolicyName {
         )
     }
 
-    /// The policy a run starts with: `auto` starts as `daf`, the papers' default.
+    /// The policy a run starts with: `auto` starts as `ss`, which commits no task ahead of
+    /// what it measured, so every worker's speed is known after its first few tasks and the
+    /// tuner can choose for the rest of the first iteration.
     pub fn starting(self) -> PolicyName {
         match self {
-            PolicyName::Auto => PolicyName::Daf,
+            PolicyName::Auto => PolicyName::Ss,
             other => other,
         }
     }
@@ -279,8 +281,8 @@ impl PolicyName {
             PolicyName::Fsc => Box::new(Fsc::default()),
             PolicyName::Factoring => Box::new(Factoring::default()),
             PolicyName::Dpf => Box::new(Factoring::dpf()),
-            PolicyName::Daf | PolicyName::Auto => Box::new(Daf::default()),
-            PolicyName::Ss => Box::new(Ss),
+            PolicyName::Daf => Box::new(Daf::default()),
+            PolicyName::Ss | PolicyName::Auto => Box::new(Ss),
             PolicyName::Gss => Box::new(Gss::default()),
             PolicyName::Tss => Box::new(Tss::default()),
             PolicyName::Fac2 => Box::new(Fac2::default()),
@@ -441,6 +443,11 @@ impl Registry {
         }
         self.policies.push((name.to_owned(), factory));
         Ok(())
+    }
+
+    /// Every registered policy with its factory, in the order registered.
+    pub fn entries(&self) -> &[(String, PolicyFactory)] {
+        &self.policies
     }
 
     /// The factory registered under `name` (compared as the built-in names are: case aside).

@@ -332,6 +332,6 @@ fn auto_cannot_be_set_while_running_but_every_other_policy_can() {
         .into_iter()
         .filter(|&p| p != PolicyName::Auto)
     {
-        assert!(Change::Policy(name).validate(4).is_ok(), "{name}");
+        assert!(Change::Policy(name.into()).validate(4).is_ok(), "{name}");
     }
 }

@@ -33,6 +33,7 @@ use std::fmt;
 
 use crate::config::{Objective, Protocol, RunConfig, TuningConfig};
 use crate::measure::{Moments, Observation, TaskStats};
+use crate::policy::{PolicyChoice, PolicyName, Registry};
 use crate::tunables::{
     Applied, Change, Source, Tunable, TunableId, TunableValue, Tunables, TunablesHandle, Why,
 };
@@ -66,6 +67,8 @@ pub(crate) struct Tuner {
     mark: Span,
     /// Whether the tunlets have been asked before in this run.
     looked: bool,
+    /// The policies the program registered: with `--policy auto`, candidates too.
+    policies: Registry,
 }
 
 impl Tuner {
@@ -79,12 +82,18 @@ impl Tuner {
             prefetch: config.prefetch_depth(),
             min_chunk: config.min_chunk,
             estimate: Estimate::on(layout),
-            tunlets: built_in_tunlets(config.policy == crate::policy::PolicyName::Auto),
+            tunlets: built_in_tunlets(config.policy == PolicyName::Auto),
             decider: Decider::default(),
             calibration_before: 0.0,
             mark: Span::default(),
             looked: false,
+            policies: Registry::default(),
         }
+    }
+
+    /// The policies the program registered, for `--policy auto` to choose from as well.
+    pub fn register_policies(&mut self, registry: &Registry) {
+        self.policies = registry.clone();
     }
 
     /// Adds the program's own tunlets, asked after the runtime's.
@@ -361,7 +370,11 @@ impl Tuner {
             tasks: look.remaining,
             workers: obs.facts.workers,
             factor: current.factor,
-            policy: current.policy,
+            // A registered policy is `auto`'s choice: the factor tunlet leaves it alone.
+            policy: match current.policy {
+                PolicyChoice::BuiltIn(name) => name,
+                PolicyChoice::Registered(_) => PolicyName::Auto,
+            },
             min_chunk: self.min_chunk,
             protocol: self.protocol,
             prefetch: self.prefetch,
@@ -376,6 +389,7 @@ impl Tuner {
             protocol: self.protocol,
             nworkers: current.nworkers.min(healthy).max(1),
             handle,
+            registered: &self.policies,
         };
         let mode = self.config.mode;
         let mut chosen = None;
@@ -420,7 +434,7 @@ impl Tuner {
         };
         let back = match proposal.change {
             Change::Factor(_) => Change::Factor(current.factor),
-            Change::Policy(_) => Change::Policy(current.policy),
+            Change::Policy(_) => Change::Policy(current.policy.clone()),
             Change::Declared(id, _) => Change::Declared(id, proposal.from),
             Change::Nworkers(_) => Change::Nworkers(current.nworkers),
         };
@@ -591,6 +605,8 @@ pub struct TunerView<'a> {
     /// Workers taking part now.
     pub(crate) nworkers: usize,
     handle: &'a TunablesHandle,
+    /// The policies the program registered.
+    registered: &'a Registry,
 }
 
 impl TunerView<'_> {
@@ -682,7 +698,15 @@ impl Tunlet for policy::PolicyTunlet {
         Tunable::Policy
     }
     fn propose(&mut self, view: &TunerView<'_>) -> Option<Proposal> {
-        policy::PolicyTunlet::propose(self, view.look.estimate, view.look.obs, view.setting)
+        policy::PolicyTunlet::propose(
+            self,
+            view.look.estimate,
+            view.look.obs,
+            view.setting,
+            view.inside_iteration(),
+            &view.look.current.policy,
+            view.registered.entries(),
+        )
     }
 }
 
@@ -740,6 +764,11 @@ pub(crate) struct Span {
     pub answers: u64,
     /// Workers taking part now.
     pub workers: usize,
+    /// The chunks being processed, as tasks done (each chunk's tasks by the share of its
+    /// expected time that has passed) and the processing time spent on them, in ms: a policy
+    /// that hands out large chunks is then judged on the work done, not only on the few
+    /// chunks it has had answered.
+    pub in_flight: (f64, f64),
 }
 
 impl Span {
@@ -747,8 +776,11 @@ impl Span {
     /// iteration), with the workers taking part at `to`; `None` for an empty stretch.
     pub fn score(from: &Span, to: &Span, objective: Objective) -> Option<f64> {
         let t = to.ms - from.ms;
-        let m = to.tasks.checked_sub(from.tasks).filter(|&m| m > 0)? as f64;
-        let tc = to.busy_ms - from.busy_ms;
+        let m = (to.tasks as f64 + to.in_flight.0) - (from.tasks as f64 + from.in_flight.0);
+        if to.tasks <= from.tasks || m <= 0.0 {
+            return None;
+        }
+        let tc = (to.busy_ms + to.in_flight.1) - (from.busy_ms + from.in_flight.1);
         (t > 0.0).then(|| match objective {
             Objective::Index if tc > 0.0 => to.workers.max(1) as f64 * t * t / (tc * m),
             _ => t / m,

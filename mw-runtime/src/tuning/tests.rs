@@ -63,7 +63,7 @@ fn measured(index: usize, n: usize, p: &Params, time_ms: Option<f64>) -> Observa
             index,
             workers: n,
             factor: 0.5,
-            policy: PolicyName::Daf,
+            policy: PolicyName::Daf.into(),
             tasks,
             chunks: 4 * n,
             time_ms: time,
@@ -116,7 +116,7 @@ impl Harness {
         let tunables = Tunables {
             nworkers: start,
             factor: 0.5,
-            policy: PolicyName::Daf,
+            policy: PolicyName::Daf.into(),
         };
         Harness {
             tuner: Tuner::new(&config, None, objective),
@@ -742,9 +742,16 @@ fn the_policy_tunlet_simulates_the_portfolio() {
     };
     let mut tunlet = policy::PolicyTunlet::default();
     let proposal = tunlet
-        .propose(&est, &obs, &setting(PolicyName::Static))
+        .propose(
+            &est,
+            &obs,
+            &setting(PolicyName::Static),
+            false,
+            &PolicyName::Static.into(),
+            &[],
+        )
         .unwrap();
-    let Change::Policy(best) = proposal.change else {
+    let Change::Policy(PolicyChoice::BuiltIn(best)) = proposal.change else {
         panic!("{proposal:?}")
     };
     // Static waits for the slow workers' 100 tasks: 400 ms, where the best is near the ideal.
@@ -757,14 +764,32 @@ fn the_policy_tunlet_simulates_the_portfolio() {
     let details = proposal.explanation.details();
     assert_eq!(details["simulated"].as_array().unwrap().len(), 15);
     // From the best there is nothing to propose; `dpf` is simulated as `factoring`.
-    assert!(tunlet.propose(&est, &obs, &setting(best)).is_none());
-    let factoring = tunlet.propose(&est, &obs, &setting(PolicyName::Factoring));
-    let dpf = tunlet.propose(&est, &obs, &setting(PolicyName::Dpf));
+    assert!(
+        tunlet
+            .propose(&est, &obs, &setting(best), false, &best.into(), &[])
+            .is_none()
+    );
+    let factoring = tunlet.propose(
+        &est,
+        &obs,
+        &setting(PolicyName::Factoring),
+        false,
+        &PolicyName::Factoring.into(),
+        &[],
+    );
+    let dpf = tunlet.propose(
+        &est,
+        &obs,
+        &setting(PolicyName::Dpf),
+        false,
+        &PolicyName::Dpf.into(),
+        &[],
+    );
     assert_eq!(factoring.map(|p| p.gain), dpf.map(|p| p.gain));
     // Policies have no order: a streak counts proposals of the same policy.
     let mut decider = decide::Decider::default();
     let to = |policy: PolicyName| decide::Proposal {
-        change: Change::Policy(policy),
+        change: Change::Policy(policy.into()),
         to: PolicyName::ALL.iter().position(|&p| p == policy).unwrap() as f64,
         ..proposal.clone()
     };
