@@ -493,7 +493,7 @@ fn verdict_text(mpi: Option<&children::MpiNumbers>, gains: &[Spread]) -> String 
         parts.push(format!(
             "under MPI with empty tasks the runtime reaches {} the pipelined loop's tasks/s \
              with `--prefetch 1` and {} the plain loop's with `--prefetch 0` (the project's \
-             targets: 0.8× and 0.9×)",
+             targets: 0.9× and 0.8×)",
             r(m.empty.like_pipelined),
             r(m.empty.like_plain)
         ));
