@@ -258,6 +258,7 @@ fn main() {
         );
         return;
     }
+    common::quiet_on_purpose_panics();
     let universe = mw_runtime::mpi::initialize().expect("MPI initializes once");
     let world = universe.world();
     let (rank, size) = (world.rank(), world.size() as usize);

@@ -213,3 +213,20 @@ pub fn run_streamed(
     let report = mw_runtime::run_config(config, checker, move || Sleeper::new(panic_at))?;
     Ok(report.into_metrics().expect("the master has metrics"))
 }
+
+/// Keeps the panics the scenarios cause on purpose out of the output: a suite run without
+/// libtest's capture (the MPI suite under `mpirun`) would print each with its backtrace. Any
+/// other panic reaches the hook that was installed before.
+pub fn quiet_on_purpose_panics() {
+    let earlier = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let payload = info.payload();
+        let message = payload
+            .downcast_ref::<&str>()
+            .copied()
+            .or_else(|| payload.downcast_ref::<String>().map(String::as_str));
+        if !message.is_some_and(|m| m.contains("on purpose")) {
+            earlier(info);
+        }
+    }));
+}
