@@ -242,9 +242,14 @@ impl Change {
                 .map(Change::Factor)
                 .map_err(|_| bad("a number in (0, 1]")),
             "policy" => value
-                .parse::<PolicyName>()
-                .map(|p| Change::Policy(p.into()))
-                .map_err(|_| bad(&format!("one of {}", PolicyName::ALL_NAMES))),
+                .parse::<PolicyChoice>()
+                .map(Change::Policy)
+                .map_err(|_| {
+                    bad(&format!(
+                        "one of {} or the name of a policy the program registered",
+                        PolicyName::ALL_NAMES
+                    ))
+                }),
             _ => Err(Error::config(
                 format!("error: no tunable is named `{name}`"),
                 "the tunables are `nworkers`, `factor` and `policy`",
@@ -409,12 +414,30 @@ struct State {
     pending: Vec<(Change, Why)>,
     /// Tunables set by the application or from outside: the tuner leaves them alone.
     held: Vec<Tunable>,
+    /// Names of the policies the program registered, which `policy` can be set to.
+    registered: Vec<String>,
 }
 
 impl State {
     fn check(&self, change: &Change) -> Result<()> {
         match change {
             Change::Declared(id, value) => self.declared[id.0].check(*value),
+            Change::Policy(PolicyChoice::Registered(name))
+                if !self.registered.iter().any(|r| r.eq_ignore_ascii_case(name)) =>
+            {
+                let registered = if self.registered.is_empty() {
+                    "the program registered none".to_owned()
+                } else {
+                    format!("the program registered `{}`", self.registered.join("`, `"))
+                };
+                Err(Error::config(
+                    format!("error: no policy is named `{name}`"),
+                    format!(
+                        "the built-in policies are {}; {registered}",
+                        PolicyName::ALL_NAMES
+                    ),
+                ))
+            }
             _ => change.validate(self.pool),
         }
     }
@@ -499,8 +522,20 @@ impl TunablesHandle {
                 pool,
                 pending: Vec::new(),
                 held: Vec::new(),
+                registered: Vec::new(),
             })),
         }
+    }
+
+    /// The policies the program registered: `policy` can be set to them from now on.
+    pub(crate) fn register_policies(&self, names: impl IntoIterator<Item = String>) {
+        self.lock().registered.extend(names);
+    }
+
+    /// Starts the run with `policy` (a registered one, named when the run started), as if it
+    /// had been the starting value.
+    pub(crate) fn start_with_policy(&self, policy: PolicyChoice) {
+        self.lock().current.policy = policy;
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
@@ -765,6 +800,33 @@ impl TunablesHandle {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn policy_is_set_from_outside_to_a_built_in_or_a_registered_name_only() {
+        let start = Tunables {
+            nworkers: 2,
+            factor: 0.5,
+            policy: PolicyName::Daf.into(),
+        };
+        let handle = TunablesHandle::new(start, 8);
+        let external = |name: &str, value: &str| {
+            let change = handle.parse(name, value)?;
+            handle.request_why(change, Why::plain(Source::External, "external"))
+        };
+        let e = external("policy", "tiles").unwrap_err().to_string();
+        assert!(e.contains("no policy is named `tiles`"), "{e}");
+        assert!(e.contains("the program registered none"), "{e}");
+        handle.register_policies(["tiles".to_owned(), "pairs".to_owned()]);
+        external("policy", "Tiles").unwrap();
+        external("policy", "wf").unwrap();
+        let e = external("policy", "tile").unwrap_err().to_string();
+        assert!(e.contains("registered `tiles`, `pairs`"), "{e}");
+        let e = external("policy", "two words").unwrap_err().to_string();
+        assert!(
+            e.contains("or the name of a policy the program registered"),
+            "{e}"
+        );
+    }
 
     #[test]
     fn a_flood_of_requests_makes_one_decision_per_tunable_the_last_value_winning() {

@@ -273,3 +273,85 @@ fn auto_chooses_a_registered_policy_when_it_is_best() {
     assert!(chosen.is_some(), "{:#?}", metrics.decisions);
     assert_eq!(metrics.iterations.last().unwrap().policy, "proportional");
 }
+
+/// Starts from a registered policy and switches, from the application, to the other registered
+/// one and then to a built-in one; a name nobody registered is refused when asked for.
+struct Switching {
+    registering: Registering,
+    tunables: Option<mw_runtime::TunablesHandle>,
+    refused: std::sync::Arc<std::sync::Mutex<String>>,
+}
+
+impl Master for Switching {
+    type Task = u32;
+    type Result = u32;
+    type Shared = ();
+
+    fn initialize(&mut self, setup: &mut Setup) -> mw_runtime::Result<()> {
+        self.tunables = Some(setup.tunables());
+        self.registering.initialize(setup)
+    }
+
+    fn partition(&mut self, it: &Iteration) -> Work<(), u32> {
+        let tunables = self.tunables.as_ref().unwrap();
+        let policy = |name: &str| mw_runtime::Change::Policy(name.parse().unwrap());
+        match it.index {
+            0 => {
+                tunables.request(policy("pairs"), "test").unwrap();
+                let e = tunables.request(policy("tile"), "test").unwrap_err();
+                *self.refused.lock().unwrap() = e.to_string();
+            }
+            1 => tunables.request(policy("ss"), "test").unwrap(),
+            _ => {}
+        }
+        Work::tasks(if it.index < 3 {
+            (0..40).collect()
+        } else {
+            Vec::new()
+        })
+    }
+
+    fn recover(&mut self, _task: TaskId, _result: u32) {}
+}
+
+#[test]
+fn a_run_started_on_a_registered_policy_changes_policy_like_any_other() {
+    let refused = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    let shared = refused.clone();
+    let report = mw_runtime::run_config(
+        &config("", &["--policy", "tiles"]),
+        move || Switching {
+            registering: Registering { extra: None },
+            tunables: None,
+            refused: shared.clone(),
+        },
+        Echo::default,
+    )
+    .unwrap();
+    let metrics = report.into_metrics().unwrap();
+    let (names, chunks): (Vec<String>, Vec<usize>) = metrics
+        .iterations
+        .iter()
+        .map(|it| (it.policy.clone(), it.chunks))
+        .unzip();
+    assert_eq!(names, ["tiles", "pairs", "ss"]);
+    assert_eq!(chunks, [5, 20, 40]);
+    let decisions: Vec<(String, String)> = metrics
+        .decisions
+        .iter()
+        .map(|d| (d.from.to_string(), d.to.to_string()))
+        .collect();
+    assert_eq!(
+        decisions,
+        [
+            ("\"tiles\"".to_owned(), "\"pairs\"".to_owned()),
+            ("\"pairs\"".to_owned(), "\"ss\"".to_owned())
+        ]
+    );
+    let refused = refused.lock().unwrap().clone();
+    assert!(refused.contains("no policy is named `tile`"), "{refused}");
+    assert!(
+        refused.contains("help:") && refused.contains("`tiles`, `pairs`"),
+        "{refused}"
+    );
+}

@@ -340,6 +340,8 @@ where
         }
         self.registry = std::mem::take(&mut setup.registry);
         self.tuner.register_policies(&self.registry);
+        self.tunables
+            .register_policies(self.registry.entries().iter().map(|(name, _)| name.clone()));
         self.tuner.add_tunlets(std::mem::take(&mut setup.tunlets));
         self.progress.expect_iterations(setup.iterations);
         self.stream_ahead = setup.stream_ahead;
@@ -363,12 +365,14 @@ where
         }
         master_init?;
         // A registered name is looked up once the program has registered its policies (every
-        // worker has answered, so none is left waiting); `Setup::policy` takes precedence.
+        // worker has answered, so none is left waiting); `Setup::policy` takes precedence. It
+        // is the starting value of `policy`, which can be changed like any other.
         if let Some(name) = &self.config.registered_policy {
             let registered = self.registry.build(name)?;
             if !self.own_policy {
                 self.policy = registered;
-                self.own_policy = true;
+                self.policy_name = PolicyChoice::Registered(name.clone());
+                self.tunables.start_with_policy(self.policy_name.clone());
             }
         }
         if !self.healthy.contains(&true) {
