@@ -7,7 +7,7 @@
 use std::hint::black_box;
 use std::time::Instant;
 
-use mw_runtime::{PolicyName, codec};
+use mw_runtime::{PolicyName, Protocol, RunArgs, codec};
 use serde_json::json;
 
 use super::children;
@@ -90,15 +90,14 @@ fn codec_times(n: usize, rounds: usize) -> Result<(f64, f64), BenchError> {
     Ok((median(&mw), median(&bc)))
 }
 
-/// One iteration of the synthetic program (spinning), with `prefetch` chunks ahead and with or
-/// without the trace: its time in ms.
+/// One iteration of the synthetic program (spinning), its flags as `flags` leaves them (prefetch,
+/// protocol, trace): its time in ms.
 fn synthetic_ms(
     tasks: usize,
     mean_ms: f64,
     workers: usize,
     chunk_of_one: bool,
-    prefetch: Option<usize>,
-    trace: Option<&std::path::Path>,
+    flags: impl FnOnce(&mut RunArgs),
 ) -> Result<f64, BenchError> {
     let mut prog = program(tasks, 1, mean_ms, 0.0);
     prog.spin = true;
@@ -107,8 +106,7 @@ fn synthetic_ms(
         run.policy = Some(PolicyName::Fsc.into());
         run.factor = Some(workers as f64 / tasks as f64);
     }
-    run.prefetch = prefetch;
-    run.trace = trace.map(std::path::Path::to_path_buf);
+    flags(&mut run);
     let summary = synthetic(prog, run)?;
     Ok(summary
         .metrics
@@ -174,8 +172,12 @@ fn trace_times(
     let trace = dir.join("run.trace.json");
     let times = paired(
         rounds,
-        || synthetic_ms(tasks, mean_ms, workers, chunk_of_one, None, None),
-        || synthetic_ms(tasks, mean_ms, workers, chunk_of_one, None, Some(&trace)),
+        || synthetic_ms(tasks, mean_ms, workers, chunk_of_one, |_| {}),
+        || {
+            synthetic_ms(tasks, mean_ms, workers, chunk_of_one, |run| {
+                run.trace = Some(trace.clone());
+            })
+        },
     );
     let _ = std::fs::remove_dir_all(&dir);
     times
@@ -254,9 +256,49 @@ fn prefetch_on_threads(tasks: usize, rounds: usize) -> Result<(Vec<f64>, Vec<f64
     let per_s = |ms: f64| tasks as f64 / (ms / 1e3);
     paired(
         rounds,
-        || synthetic_ms(tasks, 0.0, 1, true, Some(1), None).map(per_s),
-        || synthetic_ms(tasks, 0.0, 1, true, Some(0), None).map(per_s),
+        || synthetic_ms(tasks, 0.0, 1, true, |run| run.prefetch = Some(1)).map(per_s),
+        || synthetic_ms(tasks, 0.0, 1, true, |run| run.prefetch = Some(0)).map(per_s),
     )
+}
+
+/// The project's target for `--protocol sync` on threads.
+const SYNC_TARGET: f64 = 100_000.0;
+
+/// Empty tasks in chunks of one on one worker thread under `--protocol sync` (each send waits
+/// for the worker to take the message) against `--protocol async --prefetch 0` (one message at
+/// a time as well, without the wait), paired.
+fn sync_row(tasks: usize, rounds: usize) -> Result<Row, BenchError> {
+    let per_s = |ms: f64| tasks as f64 / (ms / 1e3);
+    let (sync, plain) = paired(
+        rounds,
+        || {
+            synthetic_ms(tasks, 0.0, 1, true, |run| {
+                run.protocol = Some(Protocol::Sync)
+            })
+            .map(per_s)
+        },
+        || synthetic_ms(tasks, 0.0, 1, true, |run| run.prefetch = Some(0)).map(per_s),
+    )?;
+    let rate = Spread::of(&sync);
+    let target = if rate.min >= SYNC_TARGET {
+        "met in every round"
+    } else if rate.median >= SYNC_TARGET {
+        "met by the median"
+    } else {
+        "not met"
+    };
+    Ok(Row {
+        what: format!(
+            "threads, {tasks} empty tasks in chunks of one, 1 worker, tasks/s: `--protocol sync` \
+             vs `--protocol async --prefetch 0`"
+        ),
+        ours: rate.text(0),
+        baseline: Spread::of(&plain).text(0),
+        result: format!(
+            "{} the async rate; the target of 100,000 tasks/s {target}",
+            ratio_text(&ratios(&sync, &plain), "")
+        ),
+    })
 }
 
 /// The table of prefetch's gain: the same runtime with `--prefetch 1` and `--prefetch 0`, on
@@ -426,6 +468,7 @@ pub fn run(size: Size) -> Result<Section, BenchError> {
     });
 
     let tasks = plan.trace_tasks;
+    rows.push(sync_row(tasks, plan.rounds)?);
     let (off, on) = trace_times(tasks, 0.0, 1, true, plan.rounds)?;
     rows.push(trace_row(
         format!("--trace, {tasks} empty tasks, one per chunk, 1 worker (worst case)"),
