@@ -120,7 +120,8 @@ impl Document {
              --link-bandwidth 100`): the master's network card, one link each way shared by all \
              workers, on which a message waits for those before it, takes its size over the \
              bandwidth to leave, and arrives the latency later. It has no switch contention, TCP \
-             windows or loss. Each section opens with whether the paper's finding was \
+             windows or loss; the last section checks it against MPI over TCP shaped to the \
+             same bandwidth. Each section opens with whether the paper's finding was \
              reproduced, judged from its own numbers.\n",
             m.cores, m.cores
         );

@@ -67,6 +67,8 @@ pub enum Command {
     Predict(Options),
     /// Every policy and `auto` on workers of unequal speed (steady and variable load)
     Heterogeneous(Options),
+    /// The emulated link against MPI over TCP shaped with `tc` between network namespaces (root)
+    Shaped(Options),
 }
 
 /// Options every subcommand takes.
@@ -141,6 +143,7 @@ pub fn run(cli: &Cli) -> Result<PathBuf, BenchError> {
         Command::Overhead(o) => (o, &[Experiment::Overhead]),
         Command::Predict(o) => (o, &[Experiment::Predict]),
         Command::Heterogeneous(o) => (o, &[Experiment::Heterogeneous]),
+        Command::Shaped(o) => (o, &[Experiment::Shaped]),
     };
     let started = Instant::now();
     let load = machine::LoadWatch::start();
@@ -210,6 +213,7 @@ fn command_line(cli: &Cli) -> String {
         Command::Overhead(o) => ("overhead", o),
         Command::Predict(o) => ("predict", o),
         Command::Heterogeneous(o) => ("heterogeneous", o),
+        Command::Shaped(o) => ("shaped", o),
     };
     let mut text = format!(
         "cargo run --release -p mw-bench -- {name} -o {}",
@@ -234,10 +238,11 @@ pub enum Experiment {
     Overhead,
     Predict,
     Heterogeneous,
+    Shaped,
 }
 
 impl Experiment {
-    pub const ALL: [Experiment; 7] = [
+    pub const ALL: [Experiment; 8] = [
         Experiment::Policies,
         Experiment::Workers,
         Experiment::Model,
@@ -245,6 +250,7 @@ impl Experiment {
         Experiment::Overhead,
         Experiment::Predict,
         Experiment::Heterogeneous,
+        Experiment::Shaped,
     ];
 
     pub fn name(self) -> &'static str {
@@ -256,6 +262,7 @@ impl Experiment {
             Experiment::Overhead => "overhead",
             Experiment::Predict => "predict",
             Experiment::Heterogeneous => "heterogeneous",
+            Experiment::Shaped => "shaped",
         }
     }
 
@@ -268,6 +275,7 @@ impl Experiment {
             Experiment::Overhead => experiments::overhead::run(size),
             Experiment::Predict => experiments::predict::run(size),
             Experiment::Heterogeneous => experiments::heterogeneous::run(size),
+            Experiment::Shaped => experiments::shaped::run(size),
         }
     }
 }

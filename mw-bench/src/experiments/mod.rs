@@ -8,6 +8,7 @@ pub mod model_mpi;
 pub mod overhead;
 pub mod policies;
 pub mod predict;
+pub mod shaped;
 pub mod workers;
 pub mod xfire;
 
