@@ -21,15 +21,19 @@ struct Workload {
     mean_ms: f64,
     stddev: f64,
     load: &'static str,
+    /// Behind the papers' emulated 100 Mbit/s network (0.1 ms, 100 Mbit/s), where each chunk
+    /// costs a message: on threads alone a message costs next to nothing.
+    link: bool,
 }
 
-const WORKLOADS: [Workload; 6] = [
+const WORKLOADS: [Workload; 7] = [
     Workload {
         name: "steady, 1 ms ± 30 %",
         tasks: 2000,
         mean_ms: 1.0,
         stddev: 0.3,
         load: "0:0-1:75",
+        link: false,
     },
     Workload {
         name: "steady, 1 ms ± 100 %",
@@ -37,6 +41,7 @@ const WORKLOADS: [Workload; 6] = [
         mean_ms: 1.0,
         stddev: 1.0,
         load: "0:0-1:75",
+        link: false,
     },
     Workload {
         name: "steady, small 0.1 ms ± 30 %",
@@ -44,6 +49,7 @@ const WORKLOADS: [Workload; 6] = [
         mean_ms: 0.1,
         stddev: 0.3,
         load: "0:0-1:75",
+        link: false,
     },
     Workload {
         name: "steady, large 10 ms ± 30 %",
@@ -51,6 +57,7 @@ const WORKLOADS: [Workload; 6] = [
         mean_ms: 10.0,
         stddev: 0.3,
         load: "0:0-1:75",
+        link: false,
     },
     Workload {
         name: "variable, 1 ms ± 30 %",
@@ -58,6 +65,7 @@ const WORKLOADS: [Workload; 6] = [
         mean_ms: 1.0,
         stddev: 0.3,
         load: "variable:2:75",
+        link: false,
     },
     Workload {
         name: "none, 1 ms ± 30 %",
@@ -65,6 +73,15 @@ const WORKLOADS: [Workload; 6] = [
         mean_ms: 1.0,
         stddev: 0.3,
         load: "none",
+        link: false,
+    },
+    Workload {
+        name: "steady, 0.1 ms ± 30 %, 100 Mbit/s link",
+        tasks: 4000,
+        mean_ms: 0.1,
+        stddev: 0.3,
+        load: "0:0-1:75",
+        link: true,
     },
 ];
 
@@ -110,6 +127,10 @@ fn measure(w: &Workload, policy: PolicyName, size: Size) -> Result<Row, BenchErr
     });
     // Loaded workers are slow, not stuck: no backup copies of their chunks.
     run.backup_after = Some(1000.0);
+    if w.link {
+        run.link_latency = Some(0.1);
+        run.link_bandwidth = Some(100.0);
+    }
     let summary = synthetic(program(tasks, iterations, w.mean_ms, w.stddev), run)?;
     let n = summary.metrics.iterations.len().max(1) as f64;
     let ideal: f64 = summary
@@ -217,7 +238,9 @@ pub fn run(size: Size) -> Result<Section, BenchError> {
     let ours = format!(
         "{WORKERS} workers on threads, sleeping tasks with lognormal times; steady load is \
          `--load 0:0-1:75` (workers 0 and 1 at 75 %, a quarter of the others' speed), variable \
-         load `--load variable:2:75` (the even workers loaded every other two iterations). \
+         load `--load variable:2:75` (the even workers loaded every other two iterations); the last \
+         workload runs behind the emulated 100 Mbit/s network (`--link-latency 0.1 \
+         --link-bandwidth 100`), where every chunk costs a message. \
          Every policy untuned (`--tune off`) but `auto` (`--tune factor`: it chooses the policy \
          and the factor, starting as `ss`); backup copies off (`--backup-after 1000`). The \
          ideal is the iteration's drawn task time over the workers' total speed. Times are the \
