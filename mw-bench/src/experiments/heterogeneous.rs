@@ -7,6 +7,7 @@ use serde_json::json;
 
 use super::{fixed, program, synthetic};
 use crate::doc::{Section, Table, Verdict};
+use crate::ideal::Spread;
 use crate::{BenchError, Size};
 use mw_runtime::{LoadPattern, PolicyName, TuneMode};
 
@@ -172,9 +173,59 @@ fn best_single(rows: &[Row]) -> Option<&Row> {
         .min_by(|a, b| a.time_ms.total_cmp(&b.time_ms))
 }
 
-/// The verdict: `auto` against the best single policy of each workload, and on their sum;
-/// the best adaptive weighted policy against the ideal on the first workload.
-fn verdict(rows: &[Row]) -> Verdict {
+/// `auto` against a workload's best single policy, rerun in pairs: one run of each settles
+/// nothing when they are a percent apart.
+#[derive(Debug, Clone, Serialize)]
+pub struct Paired {
+    pub workload: String,
+    pub best: String,
+    /// `auto`'s time over the best single policy's, pair by pair (the first pair from the
+    /// comparison of every policy).
+    pub ratios: Vec<f64>,
+}
+
+/// Reruns `auto` and each workload's best single policy `extra` times more, in alternating
+/// order.
+fn paired(rows: &[Row], extra: usize, size: Size) -> Result<Vec<Paired>, BenchError> {
+    let mut pairs = Vec::new();
+    for w in &WORKLOADS {
+        let of: Vec<Row> = rows
+            .iter()
+            .filter(|r| r.workload == w.name)
+            .cloned()
+            .collect();
+        let (Some(best), Some(auto)) = (best_single(&of), of.iter().find(|r| r.policy == "auto"))
+        else {
+            continue;
+        };
+        let single: PolicyName = best
+            .policy
+            .parse()
+            .map_err(|_| BenchError(format!("error: `{}` is not a policy", best.policy)))?;
+        let mut ratios = vec![auto.time_ms / best.time_ms];
+        for round in 0..extra {
+            let (a, b) = if round % 2 == 0 {
+                let a = measure(w, PolicyName::Auto, size)?;
+                (a, measure(w, single, size)?)
+            } else {
+                let b = measure(w, single, size)?;
+                (measure(w, PolicyName::Auto, size)?, b)
+            };
+            ratios.push(a.time_ms / b.time_ms);
+        }
+        pairs.push(Paired {
+            workload: w.name.to_owned(),
+            best: best.policy.clone(),
+            ratios,
+        });
+    }
+    Ok(pairs)
+}
+
+/// The verdict: `auto` against the best single policy of each workload (the median of the
+/// paired runs where there are some), and on their sum; the best adaptive weighted policy
+/// against the ideal on the first workload.
+fn verdict(rows: &[Row], pairs: &[Paired]) -> Verdict {
     let mut worst = 0.0_f64;
     let (mut auto_sum, mut singles) = (0.0, std::collections::BTreeMap::<String, f64>::new());
     for w in &WORKLOADS {
@@ -187,7 +238,13 @@ fn verdict(rows: &[Row]) -> Verdict {
         else {
             continue;
         };
-        worst = worst.max(auto.time_ms / best.time_ms);
+        let ratio = pairs
+            .iter()
+            .find(|p| p.workload == w.name)
+            .map_or(auto.time_ms / best.time_ms, |p| {
+                Spread::of(&p.ratios).median
+            });
+        worst = worst.max(ratio);
         auto_sum += auto.time_ms;
         for r in of.iter().filter(|r| r.policy != "auto") {
             *singles.entry(r.policy.clone()).or_default() += r.time_ms;
@@ -199,10 +256,16 @@ fn verdict(rows: &[Row]) -> Verdict {
         .filter(|r| r.workload == WORKLOADS[0].name && r.policy.starts_with("awf"))
         .map(|r| r.time_ms / r.ideal_ms)
         .fold(f64::INFINITY, f64::min);
+    let same = pairs
+        .iter()
+        .filter(|p| Spread::of(&p.ratios).holds(1.0))
+        .count();
     let why = format!(
-        "`auto` within {worst:.2}× of the best single policy on every workload, {:.2}× the best \
-         single policy on their sum; the best adaptive weighted policy at {awf:.2}× the ideal \
-         under steady load",
+        "`auto` within {worst:.2}× of the best single policy on every workload (the median of \
+         paired runs), no different from it on {same} of {} (the pairs' range holds 1), {:.2}× \
+         the best single policy on their sum; the best adaptive weighted policy at {awf:.2}× \
+         the ideal under steady load",
+        pairs.len(),
         auto_sum / best_sum
     );
     if worst <= 1.05 && auto_sum < best_sum && awf <= 1.10 {
@@ -228,12 +291,34 @@ fn table(rows: &[Row]) -> Table {
     table
 }
 
+/// Paired reruns of `auto` and the best single policy, beyond the first pair.
+fn extra_pairs(size: Size) -> usize {
+    match size {
+        Size::Tiny => 0,
+        Size::Full => 3,
+    }
+}
+
 pub fn run(size: Size) -> Result<Section, BenchError> {
     let mut rows = Vec::new();
     for w in &WORKLOADS {
         for p in policies(size) {
             rows.push(measure(w, p, size)?);
         }
+    }
+    let pairs = paired(&rows, extra_pairs(size), size)?;
+    let mut pair_table = Table::new([
+        "workload",
+        "best single policy",
+        "`auto` over it, paired runs",
+    ]);
+    for p in &pairs {
+        let r = Spread::of(&p.ratios);
+        let mut text = format!("{} ({} pairs)", r.times(), p.ratios.len());
+        if r.holds(1.0) {
+            text.push_str(": no difference");
+        }
+        pair_table.push([p.workload.clone(), format!("`{}`", p.best), text]);
     }
     let ours = format!(
         "{WORKERS} workers on threads, sleeping tasks with lognormal times; steady load is \
@@ -245,12 +330,17 @@ pub fn run(size: Size) -> Result<Section, BenchError> {
          and the factor, starting as `ss`); backup copies off (`--backup-after 1000`). The \
          ideal is the iteration's drawn task time over the workers' total speed. Times are the \
          mean over the run's iterations, the first ones included, where `auto` starts as `ss` \
-         and chooses once every worker has answered a few tasks.\n\n{}\n",
-        table(&rows).markdown()
+         and chooses once every worker has answered a few tasks.\n\n{}\n\
+         Then `auto` and each workload's best single policy again, {} times more each in \
+         alternating order, and `auto`'s time over the policy's pair by pair (median and range; \
+         a range that holds 1 is no difference):\n\n{}\n",
+        table(&rows).markdown(),
+        extra_pairs(size),
+        pair_table.markdown()
     );
     Ok(Section {
         title: "Heterogeneous workers".into(),
-        verdict: verdict(&rows),
+        verdict: verdict(&rows, &pairs),
         paper: "Issue #17 asks for the dynamic loop-scheduling portfolio (Banicescu et al.'s \
                 adaptive weighted factoring within 1.10× of the ideal under steady load) and for \
                 `--policy auto` within 1.05× of the best single policy on each workload and \
@@ -258,7 +348,7 @@ pub fn run(size: Size) -> Result<Section, BenchError> {
             .into(),
         ours,
         figures: Vec::new(),
-        data: json!({ "rows": rows }),
+        data: json!({ "rows": rows, "paired": pairs }),
         seconds: 0.0,
     })
 }
@@ -294,12 +384,25 @@ mod tests {
                 row(w, "auto", 106.0),
             ]);
         }
-        let v = verdict(&rows);
+        let v = verdict(&rows, &[]);
         assert!(matches!(v, Verdict::Measured(_)), "{v:?}");
         assert!(v.line().contains("within 1.01×"), "{}", v.line());
+        // Paired runs decide where there are some: here 1.04× on the first workload.
+        let pairs = [Paired {
+            workload: WORKLOADS[0].name.to_owned(),
+            best: "ss".into(),
+            ratios: vec![1.01, 1.04, 1.06],
+        }];
+        let v = verdict(&rows, &pairs);
+        assert!(v.line().contains("within 1.04×"), "{}", v.line());
+        assert!(
+            v.line().contains("no different from it on 0 of 1"),
+            "{}",
+            v.line()
+        );
         // Worse than 1.05× the best on one workload: only partly.
         rows[2].time_ms = 200.0;
-        assert!(matches!(verdict(&rows), Verdict::Partly(_)));
+        assert!(matches!(verdict(&rows, &[]), Verdict::Partly(_)));
         let table = table(&rows).markdown();
         assert!(table.contains("daf → auto"), "{table}");
     }
