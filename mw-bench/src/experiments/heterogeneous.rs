@@ -166,6 +166,19 @@ fn measure(w: &Workload, policy: PolicyName, size: Size) -> Result<Row, BenchErr
     })
 }
 
+/// The rows of workload `w`.
+fn of_workload(rows: &[Row], w: &Workload) -> Vec<Row> {
+    rows.iter()
+        .filter(|r| r.workload == w.name)
+        .cloned()
+        .collect()
+}
+
+/// A workload's best single policy's row and `auto`'s.
+fn best_and_auto(of: &[Row]) -> Option<(&Row, &Row)> {
+    Some((best_single(of)?, of.iter().find(|r| r.policy == "auto")?))
+}
+
 /// The fastest single policy of a workload's rows (`auto` left out).
 fn best_single(rows: &[Row]) -> Option<&Row> {
     rows.iter()
@@ -189,13 +202,8 @@ pub struct Paired {
 fn paired(rows: &[Row], extra: usize, size: Size) -> Result<Vec<Paired>, BenchError> {
     let mut pairs = Vec::new();
     for w in &WORKLOADS {
-        let of: Vec<Row> = rows
-            .iter()
-            .filter(|r| r.workload == w.name)
-            .cloned()
-            .collect();
-        let (Some(best), Some(auto)) = (best_single(&of), of.iter().find(|r| r.policy == "auto"))
-        else {
+        let of = of_workload(rows, w);
+        let Some((best, auto)) = best_and_auto(&of) else {
             continue;
         };
         let single: PolicyName = best
@@ -229,13 +237,8 @@ fn verdict(rows: &[Row], pairs: &[Paired]) -> Verdict {
     let mut worst = 0.0_f64;
     let (mut auto_sum, mut singles) = (0.0, std::collections::BTreeMap::<String, f64>::new());
     for w in &WORKLOADS {
-        let of: Vec<Row> = rows
-            .iter()
-            .filter(|r| r.workload == w.name)
-            .cloned()
-            .collect();
-        let (Some(best), Some(auto)) = (best_single(&of), of.iter().find(|r| r.policy == "auto"))
-        else {
+        let of = of_workload(rows, w);
+        let Some((best, auto)) = best_and_auto(&of) else {
             continue;
         };
         let ratio = pairs
