@@ -311,7 +311,12 @@ impl<R: Message> Message for Done<R> {
             ],
         );
         self.results.encode(out);
-        self.failed.encode(out);
+        // Usually none failed: an empty list is its length, one zero byte.
+        if self.failed.is_empty() {
+            out.push(0);
+        } else {
+            self.failed.encode(out);
+        }
     }
 
     fn decode(input: &mut Reader<'_>) -> Result<Self, DecodeError> {
@@ -329,7 +334,16 @@ impl<R: Message> Done<R> {
             read_words(input).map_err(field("chunk, busy_ns, cpu_ns, task_ms"))?;
         let (sum, sum_sq) = (f64::from_bits(sum), f64::from_bits(sum_sq));
         let results = decode_vec_into(input, spare).map_err(field("results"))?;
-        let failed = Vec::decode(input).map_err(field("failed"))?;
+        // Usually none failed: an empty list is its length alone.
+        let failed = match input
+            .read_len::<(u32, String)>("Vec")
+            .map_err(field("failed"))?
+        {
+            0 => Vec::new(),
+            len => input
+                .nested("Vec", |input| <(u32, String)>::decode_vec(input, len))
+                .map_err(field("failed"))?,
+        };
         Ok(Done {
             chunk,
             results,

@@ -230,8 +230,11 @@ impl<T, S, R> MpiMaster<T, S, R> {
     /// progress (small sends finish at once; one ahead to a busy worker may wait for it), and
     /// all of them once many are in progress.
     fn reap(&mut self) {
-        for bytes in self.spawner.reap() {
-            self.recycle(bytes);
+        // Without slots (decided at the start of the run) there is nothing spawned to look at.
+        if self.spawner.elastic() {
+            for bytes in self.spawner.reap() {
+                self.recycle(bytes);
+            }
         }
         while self.posted.front_mut().is_some_and(Posted::test) {
             if let Some(done) = self.posted.pop_front() {
@@ -267,20 +270,22 @@ impl<T, S, R> MpiMaster<T, S, R> {
             if let Some((worker, why)) = self.gone.unreported.pop_front() {
                 return Ok(Some((worker, LOST, Body::Bulk(why.into_bytes()))));
             }
-            if let Some((worker, tag)) = self.spawner.owed.pop_front() {
-                // A slot is ready, or finished, without a process: nothing to decode.
-                let mut none = Vec::new();
-                None::<String>.encode(&mut none);
-                return Ok(Some((worker, tag, Body::Bulk(none))));
-            }
-            let taken = self.spawner.take(&mut self.end.inbox)?;
-            self.released();
-            match taken {
-                Some(Taken::Pass(worker, tag, body)) if !self.gone.gone[worker] => {
-                    return Ok(Some((worker, tag, body)));
+            if self.spawner.elastic() {
+                if let Some((worker, tag)) = self.spawner.owed.pop_front() {
+                    // A slot is ready, or finished, without a process: nothing to decode.
+                    let mut none = Vec::new();
+                    None::<String>.encode(&mut none);
+                    return Ok(Some((worker, tag, Body::Bulk(none))));
                 }
-                Some(_) => continue,
-                None => {}
+                let taken = self.spawner.take(&mut self.end.inbox)?;
+                self.released();
+                match taken {
+                    Some(Taken::Pass(worker, tag, body)) if !self.gone.gone[worker] => {
+                        return Ok(Some((worker, tag, body)));
+                    }
+                    Some(_) => continue,
+                    None => {}
+                }
             }
             let mut backoff = Backoff::new(Duration::from_micros(200), Duration::from_millis(1));
             let mut tests = 0u32;
