@@ -118,6 +118,7 @@ impl SentBuffers {
 
     /// Keeps the buffer of `sent` for a later chunk, unless a send still shares it, it is
     /// large, or enough are kept.
+    #[inline]
     pub(crate) fn keep(&mut self, sent: SentChunk) {
         let mut bytes = sent.0;
         let free = Arc::get_mut(&mut bytes).is_some_and(|b| b.capacity() <= SENT_BUFFER_BYTES);

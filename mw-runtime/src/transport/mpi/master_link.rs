@@ -217,6 +217,7 @@ impl<T, S, R> MpiMaster<T, S, R> {
 
     /// Keeps a sent message's buffer for the next one, unless it is large (a fresh allocation
     /// costs little next to copying a large message) or enough are kept already.
+    #[inline]
     fn recycle(&mut self, bytes: Outgoing) {
         if let Outgoing::Own(mut bytes) = bytes {
             if bytes.capacity() <= INLINE && self.spare.len() < SPARE {
@@ -519,6 +520,7 @@ impl<T: Message, S: Message, R: Message> MasterLink<T, S, R> for MpiMaster<T, S,
 impl<T, S, R> MpiMaster<T, S, R> {
     /// Whether a message, a `stop` or not, is to be sent to `worker`: not to a worker given up
     /// on, nor to a slot whose process could not be spawned (or which a `Stop` releases).
+    #[inline]
     fn reachable(&mut self, worker: usize, stop: bool) -> Result<bool> {
         if worker >= self.gone.gone.len() {
             return Err(Error::backend(format!("no worker {worker} in the pool")));
