@@ -310,6 +310,7 @@ impl<'a> Reader<'a> {
     ///
     /// # Errors
     /// When the input ends inside the varint or it runs past 64 bits.
+    #[inline]
     pub fn read_varint(&mut self, ty: &'static str) -> Result<u64, DecodeError> {
         let start = self.position();
         let mut value = 0u64;
@@ -332,6 +333,7 @@ impl<'a> Reader<'a> {
     ///
     /// # Errors
     /// When the varint is malformed or the length is more than the input can hold.
+    #[inline]
     pub fn read_len<T: Message>(&mut self, ty: &'static str) -> Result<usize, DecodeError> {
         let start = self.position();
         let len = self.read_varint(ty)?;
@@ -356,6 +358,7 @@ impl<'a> Reader<'a> {
     ///
     /// # Errors
     /// [`DecodeErrorKind::TooDeep`], or whatever `decode` returns.
+    #[inline]
     pub fn nested<T>(
         &mut self,
         ty: &'static str,
@@ -389,6 +392,7 @@ pub const fn varint_len(value: u64) -> usize {
 }
 
 /// Appends `value` as an unsigned LEB128 varint.
+#[inline]
 pub fn write_varint(out: &mut Vec<u8>, mut value: u64) {
     while value >= 0x80 {
         out.push((value as u8) | 0x80);

@@ -25,6 +25,7 @@ macro_rules! plain_numbers {
                 input.take_array(stringify!($t)).map(<$t>::from_le_bytes)
             }
 
+            #[inline]
             fn encode_slice(items: &[Self], out: &mut Vec<u8>) {
                 if cfg!(target_endian = "little") {
                     out.extend_from_slice(bytemuck::cast_slice(items));

@@ -19,7 +19,7 @@ use crate::metrics::{Failure, IterationMetrics, Measured, RunMetrics};
 use crate::policy::{self, Ask, ChunkDone, Plan, Policy, PolicyChoice};
 use crate::progress::Progress;
 use crate::trace::{MasterWork, Trace};
-use crate::transport::{Chunk, Done, Failed, FromWorker, MasterLink, ToWorker};
+use crate::transport::{Chunk, Done, Failed, FromWorker, MasterLink, SentChunk, ToWorker};
 use crate::tunables::TunablesHandle;
 use crate::tuning::{Span, Tuner};
 
@@ -103,7 +103,6 @@ where
         },
         progress: Progress::new(config.quiet),
         stream_ahead: STREAM_AHEAD * pool,
-        spare_copies: Vec::new(),
     };
     engine.metrics.backend = engine.link.backend().to_owned();
     let outcome = engine
@@ -178,14 +177,7 @@ struct Engine<'a, M: Master, L> {
     progress: Progress,
     /// Tasks of a stream kept ready ahead of the workers ([`Master::more_tasks`]).
     stream_ahead: usize,
-    /// Buffers of answered chunks' encoded copies, for the next chunks' copies: with small
-    /// chunks, allocating each copy afresh cost as much as sending it.
-    spare_copies: Vec<Vec<u8>>,
 }
-
-/// Encoded copies kept for reuse, at most, and the largest one kept.
-const SPARE_COPIES: usize = 64;
-const SPARE_COPY_BYTES: usize = 4096;
 
 /// A chunk out at a worker.
 struct InFlight {
@@ -965,26 +957,28 @@ where
         } else {
             return Ok(false);
         };
-        match round.open.get_mut(&first) {
-            // A copy of a chunk still out elsewhere.
-            Some(open) if open.len == tasks.len() => open.holders += 1,
-            _ => {
-                let mut copy = self.spare_copies.pop().unwrap_or_default();
-                tasks.encode(&mut copy);
-                let open = Open {
-                    len: tasks.len(),
-                    tasks: copy,
-                    holders: 1,
-                    copied: false,
-                };
-                round.open.insert(first, open);
-            }
+        let len = tasks.len();
+        // A copy of a chunk still out elsewhere, or a chunk the engine keeps while it is out.
+        let copy = round.open.get_mut(&first).filter(|open| open.len == len);
+        if let Some(open) = copy {
+            open.holders += 1;
+            let sent = self.send_chunk(round, worker, first, tasks, now)?;
+            self.link.reclaim(sent);
+        } else {
+            let sent = self.send_chunk(round, worker, first, tasks, now)?;
+            let open = Open {
+                len,
+                sent,
+                holders: 1,
+                copied: false,
+            };
+            round.open.insert(first, open);
         }
-        self.send_chunk(round, worker, first, tasks, now)?;
         Ok(true)
     }
 
-    /// Sends tasks `first..` to `worker` as a new chunk, and notes that it holds it.
+    /// Sends tasks `first..` to `worker` as a new chunk, and notes that it holds it; the chunk
+    /// as sent, encoded.
     fn send_chunk(
         &mut self,
         round: &mut Round<M>,
@@ -992,7 +986,7 @@ where
         first: usize,
         tasks: Vec<M::Task>,
         now: Instant,
-    ) -> Result<()> {
+    ) -> Result<SentChunk> {
         let chunk = Chunk {
             id: self.next_chunk_id,
             first: first as u64,
@@ -1016,9 +1010,9 @@ where
             sent: now,
         });
         let (id, len, sending) = (chunk.id, chunk.tasks.len(), self.trace.mark());
-        self.link.send(worker, ToWorker::Chunk(chunk))?;
+        let sent = self.link.send_chunk(worker, chunk)?;
         self.trace.chunk_sent(sending, worker, id, len);
-        Ok(())
+        Ok(sent)
     }
 
     /// Hands a chunk's results, received at `at`, to `recover`, one call per task; returns how
@@ -1112,7 +1106,7 @@ where
         if !done.failed.is_empty() {
             settled += self.task_failures(round, worker, flight.first, &open, &done.failed)?;
         }
-        self.spare_copy(open.tasks);
+        self.link.reclaim(open.sent);
         let now = clock::now();
         round.probe.recover += now.saturating_duration_since(recovering_from);
         self.trace
@@ -1145,14 +1139,6 @@ where
         Ok(ready && self.dispatch(round, worker, at)?)
     }
 
-    /// Keeps the buffer of an answered chunk's copy for the next chunk's, unless it is large.
-    fn spare_copy(&mut self, mut copy: Vec<u8>) {
-        if copy.capacity() <= SPARE_COPY_BYTES && self.spare_copies.len() < SPARE_COPIES {
-            copy.clear();
-            self.spare_copies.push(copy);
-        }
-    }
-
     /// `worker` could not process a chunk at all (it could not be built): retire it, and run
     /// the chunk, and any it held behind it, on other workers.
     fn reassign(
@@ -1182,7 +1168,9 @@ where
                 .get(&flight.first)
                 .is_some_and(|o| o.len == flight.len);
         if current {
-            round.open.remove(&flight.first);
+            if let Some(open) = round.open.remove(&flight.first) {
+                self.link.reclaim(open.sent);
+            }
             round.retry.push_back(Retry {
                 first: flight.first,
                 tasks: failed.tasks,

@@ -140,10 +140,17 @@ pub struct ChunkDone {
 ///
 /// # Errors
 /// A configuration error naming the policy, the size and the tasks remaining.
+#[inline]
 pub(crate) fn checked(policy: &dyn Policy, size: usize, remaining: usize) -> Result<usize> {
     if (1..=remaining).contains(&size) {
         return Ok(size);
     }
+    refused(policy, size, remaining)
+}
+
+/// The error of a policy's chunk outside `1..=remaining`.
+#[cold]
+fn refused(policy: &dyn Policy, size: usize, remaining: usize) -> Result<usize> {
     let what = if size == 0 {
         "an empty chunk".to_owned()
     } else {

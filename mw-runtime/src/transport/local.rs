@@ -18,7 +18,7 @@ use std::time::Duration;
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, TryRecvError, unbounded};
 
 use super::wire::{Sleeper, Wire};
-use super::{FromWorker, MasterLink, ToWorker, WorkerLink};
+use super::{Chunk, FromWorker, MasterLink, SentBuffers, SentChunk, ToWorker, WorkerLink};
 use crate::clock::Instant;
 use crate::codec::Message;
 use crate::config::{EmulatedLink, Protocol};
@@ -94,6 +94,8 @@ pub(crate) struct LocalMaster<T, S, R> {
     sleeper: Sleeper,
     /// Workers the master gave up on: nothing is sent to them, what they send is dropped.
     forsaken: Vec<bool>,
+    /// Chunks travel as values; the master's encoded copies are kept in these buffers.
+    sent: SentBuffers,
 }
 
 /// A worker's end. Dropped before the worker said `Finished` (its thread ended some other
@@ -173,6 +175,7 @@ pub(crate) fn connect<T, S, R>(
             handshakes: sync.then_some(handshakes),
             sleeper: Sleeper::default(),
             forsaken: vec![false; pool],
+            sent: SentBuffers::default(),
         },
         workers,
     )
@@ -225,6 +228,16 @@ impl<T: Message, S: Message, R: Message> MasterLink<T, S, R> for LocalMaster<T, 
             self.sleeper.until(due);
         }
         Ok(())
+    }
+
+    fn send_chunk(&mut self, worker: usize, chunk: Chunk<T>) -> Result<SentChunk> {
+        let sent = self.sent.encode(&chunk);
+        self.send(worker, ToWorker::Chunk(chunk))?;
+        Ok(sent)
+    }
+
+    fn reclaim(&mut self, sent: SentChunk) {
+        self.sent.keep(sent);
     }
 
     fn recv(&mut self) -> Result<(usize, FromWorker<T, R>)> {

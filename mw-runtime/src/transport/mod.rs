@@ -74,6 +74,60 @@ pub(crate) struct Done<R> {
     pub began: Option<Instant>,
 }
 
+/// A chunk as the master sent it, encoded as [`Chunk`]: what the master keeps while it is out.
+/// Under MPI it is the send buffer, shared with a send still in progress.
+#[derive(Debug)]
+pub(crate) struct SentChunk(Arc<Vec<u8>>);
+
+impl SentChunk {
+    /// The encoded chunk, for a backend that sends it as it is.
+    #[cfg(feature = "mpi")]
+    pub(crate) fn bytes(&self) -> &Arc<Vec<u8>> {
+        &self.0
+    }
+
+    /// The chunk's tasks, decoded.
+    pub(crate) fn tasks<T: Message>(&self) -> Result<Vec<T>, DecodeError> {
+        crate::codec::decode::<Chunk<T>>(&self.0).map(|chunk| chunk.tasks)
+    }
+}
+
+/// Buffers of answered chunks' encodings, for the next chunks': with chunks of a task or two,
+/// an allocation per chunk costs as much as sending it.
+#[derive(Debug, Default)]
+pub(crate) struct SentBuffers(Vec<Arc<Vec<u8>>>);
+
+/// Buffers kept for reuse, at most, and the largest one kept.
+const SENT_BUFFERS: usize = 64;
+const SENT_BUFFER_BYTES: usize = 4096;
+
+impl SentBuffers {
+    /// Encodes `chunk` into a kept buffer, or a new one.
+    pub(crate) fn encode<T: Message>(&mut self, chunk: &Chunk<T>) -> SentChunk {
+        // Only buffers no send shares are kept, so a kept one is always free to write.
+        let mut bytes = self.0.pop().unwrap_or_default();
+        match Arc::get_mut(&mut bytes) {
+            Some(buffer) => {
+                buffer.clear();
+                chunk.encode(buffer);
+            }
+            None => bytes = Arc::new(crate::codec::encode(chunk)),
+        }
+        SentChunk(bytes)
+    }
+
+    /// Keeps the buffer of `sent` for a later chunk, unless a send still shares it, it is
+    /// large, or enough are kept.
+    #[inline]
+    pub(crate) fn keep(&mut self, sent: SentChunk) {
+        let mut bytes = sent.0;
+        let free = Arc::get_mut(&mut bytes).is_some_and(|b| b.capacity() <= SENT_BUFFER_BYTES);
+        if free && self.0.len() < SENT_BUFFERS {
+            self.0.push(bytes);
+        }
+    }
+}
+
 /// A chunk the worker could not process at all (it holds no shared part, or could not be
 /// built again after a panic): its tasks come back unprocessed.
 #[derive(Debug, Clone, PartialEq)]
@@ -95,6 +149,15 @@ pub(crate) trait MasterLink<T, S, R> {
     }
     /// Sends one message to `worker`; under the sync protocol it returns once delivered.
     fn send(&mut self, worker: usize, message: ToWorker<T, S>) -> Result<()>;
+    /// Sends `chunk` to `worker` as [`send`](Self::send) does, and returns it encoded: what
+    /// the master keeps to copy the chunk or run its tasks again. A backend that encodes to
+    /// send returns its send buffer itself, so the master keeps no second copy.
+    fn send_chunk(&mut self, worker: usize, chunk: Chunk<T>) -> Result<SentChunk>;
+    /// Takes back a chunk's encoding once the chunk is answered or its worker lost, for the
+    /// next chunk's.
+    fn reclaim(&mut self, sent: SentChunk) {
+        drop(sent);
+    }
     /// An empty vector for the tasks of the next chunk: one a chunk sent before left behind
     /// (a backend that copies tasks out keeps it), saving an allocation per chunk.
     fn spare_tasks(&mut self) -> Vec<T> {
@@ -249,7 +312,12 @@ impl<R: Message> Message for Done<R> {
             ],
         );
         self.results.encode(out);
-        self.failed.encode(out);
+        // Usually none failed: an empty list is its length, one zero byte.
+        if self.failed.is_empty() {
+            out.push(0);
+        } else {
+            self.failed.encode(out);
+        }
     }
 
     fn decode(input: &mut Reader<'_>) -> Result<Self, DecodeError> {
@@ -267,7 +335,16 @@ impl<R: Message> Done<R> {
             read_words(input).map_err(field("chunk, busy_ns, cpu_ns, task_ms"))?;
         let (sum, sum_sq) = (f64::from_bits(sum), f64::from_bits(sum_sq));
         let results = decode_vec_into(input, spare).map_err(field("results"))?;
-        let failed = Vec::decode(input).map_err(field("failed"))?;
+        // Usually none failed: an empty list is its length alone.
+        let failed = match input
+            .read_len::<(u32, String)>("Vec")
+            .map_err(field("failed"))?
+        {
+            0 => Vec::new(),
+            len => input
+                .nested("Vec", |input| <(u32, String)>::decode_vec(input, len))
+                .map_err(field("failed"))?,
+        };
         Ok(Done {
             chunk,
             results,

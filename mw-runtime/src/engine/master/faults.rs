@@ -13,7 +13,7 @@ use crate::codec::Message;
 use crate::config::{BACKUP_MARGIN, OnTaskFailure};
 use crate::error::{Error, ErrorKind, Result};
 use crate::metrics::Failure;
-use crate::transport::{FromWorker, MasterLink};
+use crate::transport::{FromWorker, MasterLink, SentChunk};
 
 /// How often the engine looks for late chunks and silent workers while it waits.
 pub(super) const WATCH_EVERY: Duration = Duration::from_millis(50);
@@ -57,8 +57,9 @@ impl Standing {
 #[derive(Debug)]
 pub(super) struct Open {
     pub len: usize,
-    /// Its tasks, encoded: what a copy or a re-run is made from.
-    pub tasks: Vec<u8>,
+    /// The chunk as sent, encoded: what a copy or a re-run is made from (under MPI, its send
+    /// buffer), handed back to the link once answered or given up.
+    pub sent: SentChunk,
     /// Workers holding it (two once copied).
     pub holders: u32,
     /// Whether a copy went out already (one is enough).
@@ -156,7 +157,7 @@ where
         open: &Open,
         failed: &[(u32, String)],
     ) -> Result<usize> {
-        let mut tasks: Vec<Option<M::Task>> = decode_tasks::<M::Task>(&open.tasks)?
+        let mut tasks: Vec<Option<M::Task>> = decode_tasks::<M::Task>(&open.sent)?
             .into_iter()
             .map(Some)
             .collect();
@@ -280,8 +281,10 @@ where
             }
             open.holders = open.holders.saturating_sub(1);
             if open.holders == 0 {
-                let tasks = decode_tasks::<M::Task>(&open.tasks)?;
-                round.open.remove(&flight.first);
+                let tasks = decode_tasks::<M::Task>(&open.sent)?;
+                if let Some(open) = round.open.remove(&flight.first) {
+                    self.link.reclaim(open.sent);
+                }
                 round.retry.push_back(Retry {
                     first: flight.first,
                     tasks,
@@ -396,7 +399,7 @@ where
                     continue;
                 }
                 open.copied = true;
-                let tasks = decode_tasks::<M::Task>(&open.tasks)?;
+                let tasks = decode_tasks::<M::Task>(&open.sent)?;
                 round.backups += 1;
                 round.retry.insert(
                     n,
@@ -469,8 +472,8 @@ where
 }
 
 /// The tasks of a chunk, from the copy the master kept.
-fn decode_tasks<T: Message>(bytes: &[u8]) -> Result<Vec<T>> {
-    crate::codec::decode::<Vec<T>>(bytes).map_err(|e| {
+fn decode_tasks<T: Message>(sent: &SentChunk) -> Result<Vec<T>> {
+    sent.tasks().map_err(|e| {
         Error::backend(format!(
             "the master's own copy of a chunk does not decode ({e}); please report this"
         ))

@@ -66,6 +66,7 @@ impl Endpoint {
         }
     }
 
+    #[inline]
     pub(super) fn bytes<'a>(&'a self, body: &'a Body) -> &'a [u8] {
         match body {
             Body::Inline(len) => &self.inbox[..*len],

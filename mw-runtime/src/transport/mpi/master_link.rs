@@ -22,7 +22,7 @@ use super::{
 use crate::codec::{self, Message, Reader};
 use crate::config::Protocol;
 use crate::error::{Error, Result};
-use crate::transport::{Done, FromWorker, MasterLink, ToWorker};
+use crate::transport::{Chunk, Done, FromWorker, MasterLink, SentBuffers, SentChunk, ToWorker};
 use crate::tuning::Layout;
 
 /// Send buffers the master keeps for reuse, at most.
@@ -93,6 +93,9 @@ pub(super) struct MpiMaster<T, S, R> {
     posted: VecDeque<Posted>,
     /// Buffers of sent messages, kept to encode the next ones into.
     spare: Vec<Vec<u8>>,
+    /// Buffers of answered chunks: a chunk is encoded once, and its send buffer is the copy
+    /// the engine keeps while it is out.
+    sent: SentBuffers,
     /// The shared part is encoded once per iteration, not once per worker: the iteration index
     /// (a varint), then the part.
     shared: Option<(Arc<S>, Arc<Vec<u8>>)>,
@@ -128,6 +131,7 @@ impl<T, S, R> MpiMaster<T, S, R> {
             protocol,
             posted: VecDeque::new(),
             spare: Vec::new(),
+            sent: SentBuffers::default(),
             shared: None,
             spare_tasks: Vec::new(),
             spare_results: Vec::new(),
@@ -213,6 +217,7 @@ impl<T, S, R> MpiMaster<T, S, R> {
 
     /// Keeps a sent message's buffer for the next one, unless it is large (a fresh allocation
     /// costs little next to copying a large message) or enough are kept already.
+    #[inline]
     fn recycle(&mut self, bytes: Outgoing) {
         if let Outgoing::Own(mut bytes) = bytes {
             if bytes.capacity() <= INLINE && self.spare.len() < SPARE {
@@ -226,8 +231,11 @@ impl<T, S, R> MpiMaster<T, S, R> {
     /// progress (small sends finish at once; one ahead to a busy worker may wait for it), and
     /// all of them once many are in progress.
     fn reap(&mut self) {
-        for bytes in self.spawner.reap() {
-            self.recycle(bytes);
+        // Without slots (decided at the start of the run) there is nothing spawned to look at.
+        if self.spawner.elastic() {
+            for bytes in self.spawner.reap() {
+                self.recycle(bytes);
+            }
         }
         while self.posted.front_mut().is_some_and(Posted::test) {
             if let Some(done) = self.posted.pop_front() {
@@ -263,20 +271,22 @@ impl<T, S, R> MpiMaster<T, S, R> {
             if let Some((worker, why)) = self.gone.unreported.pop_front() {
                 return Ok(Some((worker, LOST, Body::Bulk(why.into_bytes()))));
             }
-            if let Some((worker, tag)) = self.spawner.owed.pop_front() {
-                // A slot is ready, or finished, without a process: nothing to decode.
-                let mut none = Vec::new();
-                None::<String>.encode(&mut none);
-                return Ok(Some((worker, tag, Body::Bulk(none))));
-            }
-            let taken = self.spawner.take(&mut self.end.inbox)?;
-            self.released();
-            match taken {
-                Some(Taken::Pass(worker, tag, body)) if !self.gone.gone[worker] => {
-                    return Ok(Some((worker, tag, body)));
+            if self.spawner.elastic() {
+                if let Some((worker, tag)) = self.spawner.owed.pop_front() {
+                    // A slot is ready, or finished, without a process: nothing to decode.
+                    let mut none = Vec::new();
+                    None::<String>.encode(&mut none);
+                    return Ok(Some((worker, tag, Body::Bulk(none))));
                 }
-                Some(_) => continue,
-                None => {}
+                let taken = self.spawner.take(&mut self.end.inbox)?;
+                self.released();
+                match taken {
+                    Some(Taken::Pass(worker, tag, body)) if !self.gone.gone[worker] => {
+                        return Ok(Some((worker, tag, body)));
+                    }
+                    Some(_) => continue,
+                    None => {}
+                }
             }
             let mut backoff = Backoff::new(Duration::from_micros(200), Duration::from_millis(1));
             let mut tests = 0u32;
@@ -377,14 +387,7 @@ impl<T: Message, S: Message, R: Message> MasterLink<T, S, R> for MpiMaster<T, S,
     }
 
     fn send(&mut self, worker: usize, message: ToWorker<T, S>) -> Result<()> {
-        if worker >= self.gone.gone.len() {
-            return Err(Error::backend(format!("no worker {worker} in the pool")));
-        }
-        if self.gone.gone[worker] {
-            // Given up on: nothing reaches it any more.
-            return Ok(());
-        }
-        if self.spawner.is_slot(worker) && !self.reach_slot(worker, &message) {
+        if !self.reachable(worker, matches!(message, ToWorker::Stop))? {
             return Ok(());
         }
         let (tag, bytes) = match message {
@@ -405,14 +408,8 @@ impl<T: Message, S: Message, R: Message> MasterLink<T, S, R> for MpiMaster<T, S,
                 (SHARED, Outgoing::Shared(bytes))
             }
             ToWorker::Chunk(chunk) => {
-                let mut bytes = self.spare.pop().unwrap_or_default();
-                chunk.encode(&mut bytes);
-                let mut tasks = chunk.tasks;
-                if tasks.capacity() <= SPARE_TASKS {
-                    tasks.clear();
-                    self.spare_tasks = tasks;
-                }
-                (CHUNK, Outgoing::Own(bytes))
+                let sent = self.encode_chunk(chunk);
+                (CHUNK, Outgoing::Shared(Arc::clone(sent.bytes())))
             }
             ToWorker::Stop => {
                 let mut bytes = self.spare.pop().unwrap_or_default();
@@ -424,6 +421,18 @@ impl<T: Message, S: Message, R: Message> MasterLink<T, S, R> for MpiMaster<T, S,
         };
         self.post(worker, tag, bytes);
         Ok(())
+    }
+
+    fn send_chunk(&mut self, worker: usize, chunk: Chunk<T>) -> Result<SentChunk> {
+        let sent = self.encode_chunk(chunk);
+        if self.reachable(worker, false)? {
+            self.post(worker, CHUNK, Outgoing::Shared(Arc::clone(sent.bytes())));
+        }
+        Ok(sent)
+    }
+
+    fn reclaim(&mut self, sent: SentChunk) {
+        self.sent.keep(sent);
     }
 
     fn spare_tasks(&mut self) -> Vec<T> {
@@ -509,6 +518,33 @@ impl<T: Message, S: Message, R: Message> MasterLink<T, S, R> for MpiMaster<T, S,
 }
 
 impl<T, S, R> MpiMaster<T, S, R> {
+    /// Whether a message, a `stop` or not, is to be sent to `worker`: not to a worker given up
+    /// on, nor to a slot whose process could not be spawned (or which a `Stop` releases).
+    #[inline]
+    fn reachable(&mut self, worker: usize, stop: bool) -> Result<bool> {
+        if worker >= self.gone.gone.len() {
+            return Err(Error::backend(format!("no worker {worker} in the pool")));
+        }
+        // Given up on: nothing reaches it any more.
+        Ok(!self.gone.gone[worker]
+            && (!self.spawner.is_slot(worker) || self.reach_slot(worker, stop)))
+    }
+
+    /// Encodes `chunk` into a buffer of an answered one, and keeps its emptied task vector
+    /// for the next chunk's tasks.
+    fn encode_chunk(&mut self, chunk: Chunk<T>) -> SentChunk
+    where
+        T: Message,
+    {
+        let sent = self.sent.encode(&chunk);
+        let mut tasks = chunk.tasks;
+        if tasks.capacity() <= SPARE_TASKS {
+            tasks.clear();
+            self.spare_tasks = tasks;
+        }
+        sent
+    }
+
     /// Whether a worker was lost or given up on in this run: then no rank calls `MPI_Finalize`,
     /// whose closing synchronization over every rank of the job may wait for a dead one forever.
     pub(super) fn lost_any(&self) -> bool {
@@ -524,11 +560,11 @@ impl<T, S, R> MpiMaster<T, S, R> {
         }
     }
 
-    /// Gets `worker`, a slot, ready for `message`: spawns its process for work, or releases it
-    /// for `Stop`. `false` when the message is not to be sent (a `Stop` to a slot, answered
+    /// Gets `worker`, a slot, ready for a message: spawns its process for work, or releases it
+    /// for a `stop`. `false` when the message is not to be sent (a `Stop` to a slot, answered
     /// here; work for a slot that cannot be spawned, reported lost).
-    fn reach_slot(&mut self, worker: usize, message: &ToWorker<T, S>) -> bool {
-        if matches!(message, ToWorker::Stop) {
+    fn reach_slot(&mut self, worker: usize, stop: bool) -> bool {
+        if stop {
             self.release_slot(worker, true);
             return false;
         }
