@@ -106,10 +106,9 @@ fn the_fit_recovers_the_links_latency_and_bandwidth() {
     let (mo, k) = fitted(link);
     // 100 Mbit/s: 12.5 bytes per µs, k = 8e-5 ms per byte.
     assert!((k / link.ms_per_byte() - 1.0).abs() < 0.1, "k = {k}");
-    // The fitted `mo` is the link's latency plus the runtime's own cost of a message between
-    // threads, which the fit cannot tell apart: 0.105-0.115 ms in repeated runs on a 2-core
-    // machine. At most 10 % below the latency, and at most 30 µs of the runtime's own above.
-    assert!((0.09..=0.13).contains(&mo), "mo = {mo}");
+    // The runtime's own time per message (the receiving thread waking after the message was
+    // due, the engine around `do_work`) is measured per message and left out of the fit.
+    assert!((mo / link.latency_ms - 1.0).abs() < 0.1, "mo = {mo}");
 }
 
 #[test]

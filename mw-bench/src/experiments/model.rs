@@ -493,8 +493,8 @@ pub fn run(size: Size) -> Result<Section, BenchError> {
     }
     ours.push_str(&format!(
         "\nCalibrated parameters (from the runs at even `n`; the link's `mo` is \
-         {LINK_LATENCY_MS} ms, to which the runtime adds its own cost of a message between \
-         threads, and its `k` {link_k:.1e} ms per byte):\n\n{}\n",
+         {LINK_LATENCY_MS} ms (the runtime's own time per message is measured and left out of \
+         the fit), and its `k` {link_k:.1e} ms per byte):\n\n{}\n",
         calib.markdown()
     ));
     let mpi = if plan.mpi {

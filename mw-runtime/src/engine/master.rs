@@ -14,7 +14,7 @@ use crate::codec::Message;
 use crate::config::RunConfig;
 use crate::control::{ControlServer, Status};
 use crate::error::{Error, ErrorKind, Result};
-use crate::measure::{Facts, Probe, TaskStats};
+use crate::measure::{Answer, Facts, Probe, TaskStats};
 use crate::metrics::{Failure, IterationMetrics, Measured, RunMetrics};
 use crate::policy::{self, Ask, ChunkDone, Plan, Policy, PolicyChoice};
 use crate::progress::Progress;
@@ -879,10 +879,12 @@ where
         round.active[worker] = true;
         let part = Arc::clone(&round.shared);
         let iteration = round.index;
-        round.probe.shared_sent(worker, clock::now());
+        let entry = clock::now();
         let sending = self.trace.mark();
         let sent = self.link.send(worker, ToWorker::Shared { iteration, part });
         self.trace.shared_sent(sending, worker);
+        let entry = self.link.handed().unwrap_or(entry);
+        round.probe.shared_sent(worker, entry);
         round.joining += self.link.joining();
         sent
     }
@@ -993,9 +995,7 @@ where
             tasks,
         };
         self.next_chunk_id += 1;
-        round
-            .probe
-            .chunk_sent(worker, chunk.encoded_len() as u64, now);
+        let bytes = chunk.encoded_len() as u64;
         let held = &mut self.held[worker];
         round.prefetched += usize::from(!held.is_empty());
         if held.is_empty() {
@@ -1012,6 +1012,10 @@ where
         let (id, len, sending) = (chunk.id, chunk.tasks.len(), self.trace.mark());
         let sent = self.link.send_chunk(worker, chunk)?;
         self.trace.chunk_sent(sending, worker, id, len);
+        // Its trip counts from `now`, or from when an emulated link took it: the link charges
+        // from there, and cutting the chunk before is the master's time, not the link's.
+        let entry = self.link.handed().unwrap_or(now);
+        round.probe.chunk_sent(worker, bytes, entry);
         Ok(sent)
     }
 
@@ -1055,14 +1059,15 @@ where
             return Ok((0, at));
         }
         let cpu = done.cpu_ns.map(Duration::from_nanos);
-        round.probe.answered(
-            worker,
-            done.encoded_len() as u64,
+        let answer = Answer {
+            bytes: done.encoded_len() as u64,
             at,
             busy,
             cpu,
-            &done.task_ms,
-        );
+            tasks: &done.task_ms,
+            hop_ns: done.hop_ns,
+        };
+        round.probe.answered(worker, answer);
         let recovering_from =
             if self.send_first(round, worker, &flight, done.failed.is_empty(), at)? {
                 clock::now()

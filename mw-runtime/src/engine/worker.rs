@@ -187,6 +187,7 @@ fn process<W: Worker, B: Fn() -> W>(
         cpu_ns: cpu.end(begun - started),
         task_ms,
         began: Some(started),
+        hop_ns: None,
     }))
 }
 

@@ -62,6 +62,7 @@ fn done(chunk: u64, tasks: usize, busy: Duration) -> FromWorker<u32, u32> {
         cpu_ns: None,
         task_ms: Moments::default(),
         began: None,
+        hop_ns: None,
     })
 }
 
@@ -422,6 +423,7 @@ fn local_work_is_placed_exactly_and_arrows_never_go_back_in_time() {
         cpu_ns: None,
         task_ms: Moments::default(),
         began: Some(began),
+        hop_ns: None,
     });
     trace.received(waiting, 0, &answer);
     let recovering = trace.mark();

@@ -72,6 +72,12 @@ pub(crate) struct Done<R> {
     /// When `do_work` began on the chunk. Only the local backend carries it (its threads share
     /// the master's clock), for the trace; it is not encoded, so under MPI it is `None`.
     pub began: Option<Instant>,
+    /// Behind an emulated link (local backend only, not encoded): the runtime's own time in
+    /// the chunk's round trip besides `do_work`, which the link did not charge, in ns — the
+    /// receiving threads waking after the messages were due, and the worker's time between
+    /// the chunk's arrival and `do_work`, and between `do_work` and its answer. Negative when
+    /// a receiver woke early. Left out of the trip, the fit of `mo` sees the link alone.
+    pub hop_ns: Option<i64>,
 }
 
 /// A chunk as the master sent it, encoded as [`Chunk`]: what the master keeps while it is out.
@@ -157,6 +163,11 @@ pub(crate) trait MasterLink<T, S, R> {
     /// next chunk's.
     fn reclaim(&mut self, sent: SentChunk) {
         drop(sent);
+    }
+    /// When the last message sent was handed to an emulated network: its trip on the link
+    /// starts there, not at the engine's clock read before the send (`None` on a real one).
+    fn handed(&self) -> Option<Instant> {
+        None
     }
     /// An empty vector for the tasks of the next chunk: one a chunk sent before left behind
     /// (a backend that copies tasks out keeps it), saving an allocation per chunk.
@@ -353,6 +364,7 @@ impl<R: Message> Done<R> {
             cpu_ns: (cpu_ns != u64::MAX).then_some(cpu_ns),
             task_ms: Moments::from_sums(count, sum, sum_sq),
             began: None,
+            hop_ns: None,
         })
     }
 }
@@ -380,6 +392,7 @@ mod tests {
             cpu_ns: None,
             task_ms: Moments::from_sums(2, 1.5, 1.25),
             began: None,
+            hop_ns: None,
         };
         let mut by_field = Vec::new();
         (9u64, 1234u64, u64::MAX, 2u64, 1.5f64, 1.25f64).encode(&mut by_field);

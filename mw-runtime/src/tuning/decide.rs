@@ -37,6 +37,9 @@ pub struct Proposal {
     pub(crate) sensitivity: f64,
     /// The model's iteration time with the proposed value, in ms.
     pub(crate) predicted_ms: f64,
+    /// How far the tunlet's prediction of the value in force missed the time measured with it,
+    /// relative to the prediction (0 when not known): a gain within the miss is not evidence.
+    pub(crate) miss: f64,
     /// The inputs and the model's numbers, rendered only when the proposal is acted on.
     pub(crate) explanation: Explanation,
 }
@@ -60,6 +63,7 @@ impl Proposal {
             gain,
             sensitivity: 1.0,
             predicted_ms: f64::NAN,
+            miss: 0.0,
             explanation: Explanation::Declared(reason.into()),
         }
     }
@@ -268,6 +272,15 @@ impl Decider {
     /// strongly the objective amplifies noise.
     pub fn threshold(&self, sensitivity: f64) -> f64 {
         self.noise().max(MIN_GAIN) * sensitivity
+    }
+
+    /// The gain `proposal` must promise: the [`threshold`](Decider::threshold), and more than
+    /// its tunlet's prediction of the value in force missed the measured time by. A simulation
+    /// that makes the iteration just measured last three times as long (messages charged as
+    /// master time where the link overlaps them) predicts gains from fewer messages that the
+    /// run never sees.
+    pub fn bar(&self, proposal: &Proposal) -> f64 {
+        self.threshold(proposal.sensitivity).max(proposal.miss)
     }
 
     /// Counts a proposal (or its absence, `None`) for `tunable`; returns how many iterations in

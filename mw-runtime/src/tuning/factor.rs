@@ -3,7 +3,7 @@
 
 use serde_json::json;
 
-use super::decide::{Explanation, Proposal};
+use super::decide::{CONDITIONS_CHANGED, Explanation, MIN_GAIN, Proposal};
 use super::estimate::{Estimate, Inputs};
 use super::simulate::{SimWorker, Spec, simulate};
 use crate::config::Protocol;
@@ -21,6 +21,8 @@ pub(crate) const SAME_INPUTS: f64 = 0.1;
 /// their relative changes, and the largest one (a worker that became loaded).
 pub(crate) const SAME_SPEEDS_RMS: f64 = 0.15;
 pub(crate) const SAME_SPEED_MAX: f64 = 0.5;
+/// Looks let pass at most between two simulations while they find nothing worth proposing.
+pub(crate) const MAX_REST: usize = 8;
 
 /// The inputs of the simulation that do not depend on the factor.
 #[derive(Debug)]
@@ -84,30 +86,46 @@ pub(crate) fn spec<'a>(
 }
 
 /// The factor tunlet. Simulating eleven factors costs tens of microseconds per worker, so the
-/// candidates' times are kept and reused while the simulation's inputs hold: the setting exactly,
-/// the pooled task times, bytes, `mo` and `k` within [`SAME_INPUTS`], the workers' speeds within
+/// candidates' times are kept and reused while the simulation's inputs hold: the setting exactly
+/// but for the task count, the task count (times scaled to it), the pooled task times, bytes,
+/// `mo` and `k` within [`SAME_INPUTS`], the workers' speeds within
 /// [`SAME_SPEEDS_RMS`] overall and [`SAME_SPEED_MAX`] each — closer than iteration-to-iteration
 /// jitter moves them, far closer than a change of load does.
+///
+/// Where the simulations keep finding nothing worth proposing (no factor faster by more than
+/// [`MIN_GAIN`] and than the simulation missed the measured time by), they are made less and
+/// less often: 1, 2, 4, … up to [`MAX_REST`] looks apart, and at every look again once the
+/// setting, the task count, the pooled task time or that of the slower half of the workers
+/// moved by [`CONDITIONS_CHANGED`] (load came or went). On Xfire at 30 workers the inputs never held (each worker's speed from a few
+/// tasks of microseconds), and simulating at every boundary cost 4 % of the run, where no
+/// factor could gain anything.
 #[derive(Debug, Default)]
 pub(crate) struct FactorTunlet {
     last: Option<Simulated>,
     /// Times the candidates were simulated (not reused).
     pub simulations: usize,
+    /// Looks still to let pass before simulating again, and how many were let pass last.
+    rest: usize,
+    backoff: usize,
 }
 
 /// Candidates simulated for some inputs.
 #[derive(Debug)]
 struct Simulated {
     key: Key,
+    /// The tasks simulated, and their pooled mean time.
+    tasks: usize,
+    task_ms: f64,
     /// The current factor's time, and (factor, time) for every candidate, largest first.
     now: f64,
     candidates: Vec<(f64, f64)>,
 }
 
-/// What a simulation depends on: the setting exactly, the measured inputs approximately.
+/// What a simulation depends on: the setting exactly but for the task count, the task count
+/// and the measured inputs approximately.
 #[derive(Debug, PartialEq)]
 pub(crate) struct Key {
-    exact: (usize, usize, PolicyName, u64, usize, Protocol),
+    exact: (usize, PolicyName, u64, usize, Protocol),
     /// Pooled inputs: (value, scale below which differences do not count).
     pooled: Vec<(f64, f64)>,
     /// Each worker's mean task time.
@@ -121,7 +139,6 @@ impl Key {
         let bytes = est.now.to_per_task + est.now.from_per_task + 1.0;
         Key {
             exact: (
-                s.tasks,
                 workers.len(),
                 s.policy,
                 s.factor.to_bits(),
@@ -129,6 +146,7 @@ impl Key {
                 s.protocol,
             ),
             pooled: vec![
+                (s.tasks as f64, 1.0),
                 (task, task),
                 (est.now.task_sd_ms, task),
                 (est.now.to_per_task, bytes),
@@ -141,6 +159,15 @@ impl Key {
             ],
             speeds: workers.iter().map(|w| w.mean_ms).collect(),
         }
+    }
+
+    /// The mean task time of the slower half of the workers: where a load on some of them
+    /// shows, and the jitter of single workers' few tasks averages out.
+    fn slower_half(&self) -> f64 {
+        let mut speeds = self.speeds.clone();
+        speeds.sort_by(|a, b| b.total_cmp(a));
+        let half = &speeds[..speeds.len().div_ceil(2)];
+        half.iter().sum::<f64>() / half.len().max(1) as f64
     }
 
     pub(crate) fn close_to(&self, other: &Key) -> bool {
@@ -178,22 +205,64 @@ impl FactorTunlet {
         }
         let workers = sim_workers(est, s.workers.min(s.tasks).max(1));
         let key = Key::new(est, s, &workers);
-        if !self
+        let reused = self
             .last
             .as_ref()
-            .is_some_and(|last| last.key.close_to(&key))
-        {
+            .is_some_and(|last| last.key.close_to(&key));
+        if !reused {
+            let moved = self.last.as_ref().is_none_or(|last| {
+                let apart = |a: f64, b: f64| (a - b).abs() > CONDITIONS_CHANGED * a.max(b);
+                last.key.exact != key.exact
+                    || apart(last.tasks as f64, s.tasks as f64)
+                    || apart(last.task_ms, est.now.task_ms)
+                    || apart(last.key.slower_half(), key.slower_half())
+            });
+            if self.rest > 0 && !moved {
+                self.rest -= 1;
+                return None;
+            }
+            if moved {
+                self.backoff = 0;
+            }
             let seed = obs.facts.index as u64;
             let time = |factor| simulate(&spec(est, s, &workers, factor), seed, REPS);
+            let candidates: Vec<(f64, f64)> =
+                CANDIDATES.iter().rev().map(|&f| (f, time(f))).collect();
+            // The factor in force is usually a candidate: simulated once.
+            let now = match candidates.iter().find(|c| c.0 == s.factor) {
+                Some(&(_, t)) => t,
+                None => time(s.factor),
+            };
             self.simulations += 1;
             self.last = Some(Simulated {
                 key,
-                now: time(s.factor),
-                candidates: CANDIDATES.iter().rev().map(|&f| (f, time(f))).collect(),
+                tasks: s.tasks,
+                task_ms: est.now.task_ms,
+                now,
+                candidates,
             });
         }
         let last = self.last.as_ref()?;
-        propose_from(est, obs, s, last.now, &last.candidates)
+        // Simulated for a task count within a tenth of this one: each time in proportion.
+        let scale = s.tasks as f64 / last.tasks.max(1) as f64;
+        let candidates: Vec<(f64, f64)> = last
+            .candidates
+            .iter()
+            .map(|&(f, t)| (f, t * scale))
+            .collect();
+        let proposal = propose_from(est, obs, s, last.now * scale, &candidates);
+        if !reused {
+            let worth = proposal
+                .as_ref()
+                .is_some_and(|p| p.gain > p.miss.max(MIN_GAIN));
+            self.backoff = if worth {
+                0
+            } else {
+                (self.backoff * 2).clamp(1, MAX_REST)
+            };
+            self.rest = self.backoff;
+        }
+        proposal
     }
 }
 
@@ -226,6 +295,14 @@ fn propose_from(
         .predict(s.tasks, s.workers, s.protocol)
         .unwrap_or(obs.facts.time_ms);
     let predicted_ms = base * (1.0 - gain);
+    // At a boundary the simulation of the factor in force is of the iteration just measured:
+    // how far it missed bounds what its differences can be trusted for.
+    let measured = obs.facts.time_ms;
+    let miss = if s.tasks == obs.facts.tasks && !obs.facts.mixed && measured > 0.0 {
+        (now - measured).abs() / now
+    } else {
+        0.0
+    };
     let account = FactorSimulation {
         policy: s.policy,
         tasks: s.tasks,
@@ -244,6 +321,7 @@ fn propose_from(
         gain,
         sensitivity: 1.0,
         predicted_ms,
+        miss,
         explanation: Explanation::Factor(account),
     })
 }

@@ -200,6 +200,7 @@ impl PolicyTunlet {
             gain,
             sensitivity: 1.0,
             predicted_ms: base * (1.0 - gain),
+            miss: 0.0,
             explanation: Explanation::Policy(PolicySimulation {
                 tasks: s.tasks,
                 workers: workers.iter().map(|w| w.mean_ms).collect(),

@@ -532,8 +532,57 @@ fn the_factor_tunlet_reuses_its_simulation_while_the_inputs_hold() {
         factor: slow.to,
         ..setting
     };
-    let _ = tunlet.propose(&est, &obs, &smaller);
+    let at_smaller = gain(tunlet.propose(&est, &obs, &smaller));
     assert_eq!(tunlet.simulations, 3);
+    // A task count within a tenth (a growing workload): the same simulation, scaled; beyond
+    // it, simulated anew.
+    let more = |tasks| factor::Setting { tasks, ..smaller };
+    assert_eq!(gain(tunlet.propose(&est, &obs, &more(1_700))), at_smaller);
+    assert_eq!(tunlet.simulations, 3);
+    let _ = tunlet.propose(&est, &obs, &more(2_400));
+    assert_eq!(tunlet.simulations, 4);
+}
+
+#[test]
+fn the_factor_tunlet_simulates_less_often_while_nothing_is_worth_proposing() {
+    let stats = TaskStats::new(POOL);
+    let setting = factor::Setting {
+        tasks: 1600,
+        workers: 8,
+        factor: 1.0,
+        policy: PolicyName::Factoring,
+        min_chunk: 1,
+        protocol: Protocol::Async,
+        prefetch: 0,
+        stats: &stats,
+    };
+    let mut tunlet = factor::FactorTunlet::default();
+    let mut est = Estimate::default();
+    let mut simulated_at = Vec::new();
+    let mut obs = measured(0, 8, &fig6(1.0), None);
+    for i in 0..12 {
+        // Costlier messages at every look: the last simulation's inputs never hold, and one
+        // chunk per worker stays the fastest.
+        let p = Params {
+            mo_ms: 1.0 + 0.3 * i as f64,
+            ..fig6(1.0)
+        };
+        obs = measured(i, 8, &p, None);
+        let _ = est.update(&obs, Protocol::Async);
+        let before = tunlet.simulations;
+        assert!(tunlet.propose(&est, &obs, &setting).is_none(), "{i}");
+        if tunlet.simulations > before {
+            simulated_at.push(i);
+        }
+    }
+    assert_eq!(simulated_at, [0, 2, 5, 10]);
+    // One worker four times slower (load came): simulated at once, and smaller chunks win.
+    let slow = obs.worker_tasks[0];
+    obs.worker_tasks[0] = Moments::from_sums(slow.count(), slow.sum() * 4.0, slow.sum_sq() * 16.0);
+    let _ = est.update(&obs, Protocol::Async);
+    let proposal = tunlet.propose(&est, &obs, &setting);
+    assert_eq!(tunlet.simulations, 5);
+    assert!(proposal.is_some_and(|p| p.to < 1.0));
 }
 
 #[test]
@@ -841,4 +890,80 @@ fn the_policy_tunlet_keeps_proposing_a_close_second() {
         choose(&close, PolicyName::Daf, Some(PolicyName::Ss)),
         (PolicyName::Daf, 100.0)
     );
+}
+
+/// Factoring at 0.5 on 8 workers, 1,600 tasks of 0.1 ms behind messages of 0.5 ms, with the
+/// factor tuned: the factor after six iterations that each take `time(simulated)`, where
+/// `simulated` is the factor tunlet's time for the factor in force.
+fn factor_after(time: impl Fn(f64) -> f64) -> f64 {
+    let config = RunConfig {
+        tuning: TuningConfig {
+            mode: TuneMode::Factor,
+            ..TuningConfig::default()
+        },
+        ..RunConfig::default()
+    };
+    let tunables = Tunables {
+        nworkers: 8,
+        factor: 0.5,
+        policy: PolicyName::Factoring.into(),
+    };
+    let mut h = Harness {
+        tuner: Tuner::new(&config, None, Objective::Time),
+        handle: TunablesHandle::new(tunables, POOL),
+        stats: TaskStats::new(POOL),
+        decisions: Vec::new(),
+        index: 1,
+    };
+    h.tuner.looked = true;
+    let p = Params {
+        tc_ms: 160.0,
+        volume_bytes: 4000.0,
+        alpha: 0.5,
+        mo_ms: 0.5,
+        k_ms_per_byte: 0.0,
+        lm_ms: 0.0,
+    };
+    // What the tunlet simulates for these measurements at the factor in force.
+    let simulated = |factor: f64| {
+        let obs = measured(0, 8, &p, None);
+        let mut est = Estimate::default();
+        let _ = est.update(&obs, Protocol::Async);
+        let stats = TaskStats::new(POOL);
+        let setting = factor::Setting {
+            tasks: obs.facts.tasks,
+            workers: 8,
+            factor,
+            policy: PolicyName::Factoring,
+            min_chunk: 1,
+            protocol: Protocol::Async,
+            prefetch: 0,
+            stats: &stats,
+        };
+        let workers = factor::sim_workers(&est, 8);
+        simulate::simulate(&factor::spec(&est, &setting, &workers, factor), 0, 1)
+    };
+    for _ in 0..6 {
+        let factor = h.handle.current().factor;
+        let ms = time(simulated(factor));
+        h.step(|i, n| {
+            let mut obs = measured(i, n, &p, Some(ms));
+            obs.facts.factor = factor;
+            obs
+        });
+    }
+    h.handle.current().factor
+}
+
+#[test]
+fn a_simulated_gain_larger_than_the_simulations_miss_is_acted_on() {
+    // Iterations as long as simulated: fewer, larger chunks save the messages' cost.
+    assert_eq!(factor_after(|simulated| simulated), 1.0);
+}
+
+#[test]
+fn a_simulated_gain_the_iterations_do_not_bear_out_is_not_acted_on() {
+    // Iterations a third as long as simulated (the messages cost the master far less than the
+    // simulation charges): the gain promised by fewer messages is within the miss.
+    assert_eq!(factor_after(|simulated| simulated / 3.0), 0.5);
 }

@@ -138,6 +138,7 @@ pub(crate) fn propose(
         gain,
         sensitivity,
         predicted_ms: best.time_ms,
+        miss: 0.0,
         explanation: Explanation::Workers(account),
     })
 }

@@ -59,6 +59,7 @@ fn a_dead_worker_is_lost_once_and_a_stopped_one_is_ended() {
                             cpu_ns: None,
                             task_ms: Default::default(),
                             began: None,
+                            hop_ns: None,
                         };
                         WorkerLink::<u32, u32, u32>::send(&mut link, FromWorker::Done(done));
                     }
