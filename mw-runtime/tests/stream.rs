@@ -29,6 +29,8 @@ fn config(pool: usize, policy: PolicyName, protocol: Protocol, tune: TuneMode) -
 struct Sweep {
     points: u32,
     ahead: usize,
+    /// Workers started: as many may take part.
+    pool: usize,
     source: std::ops::Range<u32>,
     produced: u32,
     seen: Vec<u8>,
@@ -38,10 +40,11 @@ struct Sweep {
 }
 
 impl Sweep {
-    fn new(points: u32, ahead: usize) -> Self {
+    fn new(points: u32, ahead: usize, pool: usize) -> Self {
         Sweep {
             points,
             ahead,
+            pool,
             source: 0..0,
             produced: 0,
             seen: Vec::new(),
@@ -96,8 +99,13 @@ impl Master for Sweep {
             return Err(format!("asked for {room} tasks with a window of {ahead}").into());
         }
         // The window, and chunks cut from it out at the workers: a chunk and one sent ahead
-        // each, each chunk at most the window over the workers.
-        if self.held > 3 * self.ahead {
+        // each, each chunk at most the window over the workers taking part, rounded up
+        // (with 40 over 6 workers: 40 + 2·6·7 = 124).
+        let out = (1..=self.pool)
+            .map(|n| 2 * n * self.ahead.div_ceil(n))
+            .max()
+            .unwrap_or(0);
+        if self.held > self.ahead + out {
             let (held, ahead) = (self.held, self.ahead);
             return Err(format!("held {held} tasks unanswered with a window of {ahead}").into());
         }
@@ -124,10 +132,15 @@ impl Worker for Squarer {
 }
 
 fn sweep(points: u32, ahead: usize, config: &RunConfig) -> RunMetrics {
-    mw_runtime::run_config(config, move || Sweep::new(points, ahead), Squarer::default)
-        .unwrap()
-        .into_metrics()
-        .unwrap()
+    let pool = config.max_workers.unwrap();
+    mw_runtime::run_config(
+        config,
+        move || Sweep::new(points, ahead, pool),
+        Squarer::default,
+    )
+    .unwrap()
+    .into_metrics()
+    .unwrap()
 }
 
 #[test]
