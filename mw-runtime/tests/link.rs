@@ -181,10 +181,11 @@ fn link_flags_parse_and_refuse_bad_values() {
         ["--link-latency", "0"],
         ["--link-bandwidth", "fast"],
     ] {
-        assert!(
-            Cli::try_parse_from(["p", bad[0], bad[1]]).is_err(),
-            "{bad:?}"
-        );
+        let err = Cli::try_parse_from(["p", bad[0], bad[1]])
+            .err()
+            .unwrap_or_else(|| panic!("{bad:?} was accepted"))
+            .to_string();
+        assert!(err.contains(bad[0]) && err.contains("\nhelp: "), "{err}");
     }
     let file = mw_runtime::config::ConfigFile::parse("[run]\nlink_bandwidth = -3\n").unwrap();
     let err = RunConfig::merge_file(&file, &RunArgs::default())

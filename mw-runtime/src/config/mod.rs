@@ -204,11 +204,15 @@ fn parse_load(text: &str) -> std::result::Result<LoadPattern, LoadError> {
     text.parse()
 }
 
+/// A link's latency or bandwidth: the error carries the `help:` line the `[run]` keys get.
 fn parse_positive(text: &str) -> std::result::Result<f64, String> {
+    const HELP: &str = "\n\nhelp: give the one-way latency in ms (e.g. --link-latency 0.1) and the \
+                        bandwidth in megabits per second (e.g. --link-bandwidth 100 for Fast \
+                        Ethernet), or name a network with --link";
     match text.trim().parse::<f64>() {
         Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
-        Ok(_) => Err("must be a positive number".into()),
-        Err(_) => Err(format!("`{text}` is not a number")),
+        Ok(_) => Err(format!("must be a positive number{HELP}")),
+        Err(_) => Err(format!("`{text}` is not a number{HELP}")),
     }
 }
 
