@@ -248,6 +248,25 @@ pub fn nbody(bodies: usize, steps: usize) -> Result<NBodyTimes, String> {
     parse_nbody(&stderr).map_err(|e| e.0)
 }
 
+/// One run of the `nbody` example on threads with `args`, its metrics written to `path` and read
+/// back.
+pub(crate) fn nbody_metrics(args: &[String], path: &Path) -> Result<RunMetrics, String> {
+    let mut command = Command::new(nbody_binary()?);
+    command.args(["--backend", "local", "--quiet"]).args(args);
+    command.arg("--metrics").arg(path);
+    let out = run_with_limit(command, Duration::from_secs(600))?;
+    if !out.status.success() {
+        return Err(format!(
+            "nbody {} failed: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("no metrics at `{}`: {e}", path.display()))?;
+    serde_json::from_str(&text).map_err(|e| format!("metrics at `{}`: {e}", path.display()))
+}
+
 /// Whether `mpirun` is on the `PATH`.
 pub fn mpirun_available() -> bool {
     std::env::var_os("PATH")
