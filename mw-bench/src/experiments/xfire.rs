@@ -165,29 +165,26 @@ fn seconds(runs: &[&Run]) -> Option<Spread> {
     (!runs.is_empty()).then(|| Spread::of(&runs.iter().map(|r| r.seconds).collect::<Vec<_>>()))
 }
 
-/// Tuned over loaded, repeat by repeat (each repeat ran both, one after the other).
-pub fn tuned_over_loaded(runs: &[Run], workers: usize) -> Option<Spread> {
+/// `f` of the tuned and the loaded run, repeat by repeat (each repeat ran both, one after the
+/// other).
+fn tuned_and_loaded(runs: &[Run], workers: usize, f: impl Fn(&Run, &Run) -> f64) -> Option<Spread> {
     let tuned = of(runs, Scenario::Tuned, workers);
     let loaded = of(runs, Scenario::Loaded, workers);
-    let ratios: Vec<f64> = tuned
-        .iter()
-        .zip(&loaded)
-        .map(|(t, l)| t.seconds / l.seconds)
-        .collect();
-    (!ratios.is_empty()).then(|| Spread::of(&ratios))
+    let values: Vec<f64> = tuned.iter().zip(&loaded).map(|(t, l)| f(t, l)).collect();
+    (!values.is_empty()).then(|| Spread::of(&values))
+}
+
+/// Tuned over loaded, repeat by repeat.
+pub fn tuned_over_loaded(runs: &[Run], workers: usize) -> Option<Spread> {
+    tuned_and_loaded(runs, workers, |t, l| t.seconds / l.seconds)
 }
 
 /// What the tuner's own time adds: tuned minus loaded, repeat by repeat, as a share of the loaded
 /// run's time (the loaded run measures and fits the model too, without simulating factors).
 pub fn tuning_share(runs: &[Run], workers: usize) -> Option<Spread> {
-    let tuned = of(runs, Scenario::Tuned, workers);
-    let loaded = of(runs, Scenario::Loaded, workers);
-    let shares: Vec<f64> = tuned
-        .iter()
-        .zip(&loaded)
-        .map(|(t, l)| (t.tuning_ms - l.tuning_ms) / (l.seconds * 1e3))
-        .collect();
-    (!shares.is_empty()).then(|| Spread::of(&shares))
+    tuned_and_loaded(runs, workers, |t, l| {
+        (t.tuning_ms - l.tuning_ms) / (l.seconds * 1e3)
+    })
 }
 
 /// The paper's finding against ours: with the factor tuned, the loaded runs are faster than with
