@@ -178,6 +178,20 @@ impl Lifelines {
         ended
     }
 
+    /// Whether `worker`'s connection has ended, without taking it as reported: for a wait that
+    /// only the worker's death can end (the rest of a long message from a spawned worker).
+    pub(super) fn ended(&self, worker: usize) -> bool {
+        let Some(Some(stream)) = self.named.get(worker) else {
+            return false;
+        };
+        let mut byte = [0u8; 1];
+        match stream.peek(&mut byte) {
+            Ok(0) => true,
+            Err(e) => e.kind() != io::ErrorKind::WouldBlock,
+            Ok(_) => false,
+        }
+    }
+
     /// Stops watching `worker`: it finished, or the master gave up on it.
     pub(super) fn release(&mut self, worker: usize) {
         if let Some(stream) = self.named.get_mut(worker) {

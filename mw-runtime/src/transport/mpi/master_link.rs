@@ -278,7 +278,10 @@ impl<T, S, R> MpiMaster<T, S, R> {
                     None::<String>.encode(&mut none);
                     return Ok(Some((worker, tag, Body::Bulk(none))));
                 }
-                let taken = self.spawner.take(&mut self.end.inbox)?;
+                let lifelines = &self.gone.lifelines;
+                let taken = self.spawner.take(&mut self.end.inbox, |worker| {
+                    lifelines.as_ref().is_some_and(|l| l.ended(worker))
+                })?;
                 self.released();
                 match taken {
                     Some(Taken::Pass(worker, tag, body)) if !self.gone.gone[worker] => {

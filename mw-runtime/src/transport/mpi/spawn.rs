@@ -394,8 +394,13 @@ impl Spawner {
     }
 
     /// Receives the first waiting message of a spawned worker into `inbox`: what is for the
-    /// engine, or what this module handled. `None` when none waits.
-    pub(super) fn take(&mut self, inbox: &mut [u8]) -> crate::error::Result<Option<Taken>> {
+    /// engine, or what this module handled. `None` when none waits, or when the worker's
+    /// process ended (`ended`) in the middle of a long message: the lifelines report it lost.
+    pub(super) fn take(
+        &mut self,
+        inbox: &mut [u8],
+        mut ended: impl FnMut(usize) -> bool,
+    ) -> crate::error::Result<Option<Taken>> {
         let found = (0..self.slots.len()).find(|&i| match &self.slots[i] {
             Slot::Running(s) | Slot::Stopping { spawned: s, .. } => has_message(&s.comms),
             Slot::Vacant | Slot::Out => false,
@@ -408,9 +413,12 @@ impl Spawner {
             return Ok(None);
         };
         let mut backoff = Backoff::new(Duration::from_millis(1), Duration::from_millis(1));
-        let received = super::framing::receive(&spawned.comms, inbox, Some(1), |_| {
+        let mut waits = 0u32;
+        let received = super::framing::receive(&spawned.comms, inbox, Some(1), |part| {
             backoff.wait();
-            true
+            waits = waits.wrapping_add(1);
+            // The rest of a long message comes unless its sender died: look every 64 waits.
+            part.is_none() || waits % 64 != 0 || !ended(worker)
         })?;
         let Some((_, tag, body)) = received else {
             return Ok(None);
