@@ -194,11 +194,14 @@ impl FactorTunlet {
     /// Simulates the next iteration for every candidate factor and the current one (or reuses
     /// the last simulation, see [`FactorTunlet`]), and proposes the fastest when it is not the
     /// current one. Ties keep the current factor, then prefer the larger factor (fewer chunks).
-    pub fn propose(
+    /// `inside` an iteration or at its boundary: only at a boundary does the simulation of the
+    /// factor in force describe the iteration measured.
+    pub fn propose_at(
         &mut self,
         est: &Estimate,
         obs: &Observation,
         s: &Setting<'_>,
+        inside: bool,
     ) -> Option<Proposal> {
         if !s.policy.uses_factor() || s.tasks == 0 {
             return None;
@@ -250,7 +253,7 @@ impl FactorTunlet {
             .iter()
             .map(|&(f, t)| (f, t * scale))
             .collect();
-        let proposal = propose_from(est, obs, s, last.now * scale, &candidates);
+        let proposal = propose_from(est, obs, s, last.now * scale, &candidates, inside);
         if !reused {
             let worth = proposal
                 .as_ref()
@@ -274,6 +277,7 @@ fn propose_from(
     s: &Setting<'_>,
     now: f64,
     candidates: &[(f64, f64)],
+    inside: bool,
 ) -> Option<Proposal> {
     let mut best = (s.factor, now);
     for &(f, t) in candidates {
@@ -296,10 +300,12 @@ fn propose_from(
         .unwrap_or(obs.facts.time_ms);
     let predicted_ms = base * (1.0 - gain);
     // At a boundary the simulation of the factor in force is of the iteration just measured:
-    // how far it missed bounds what its differences can be trusted for.
+    // how far it missed bounds what its differences can be trusted for. Over the larger of the
+    // two, so that it stays below 1: a simulation that leaves out time the iteration spent
+    // (an underestimate) still lets a large enough gain through.
     let measured = obs.facts.time_ms;
-    let miss = if s.tasks == obs.facts.tasks && !obs.facts.mixed && measured > 0.0 {
-        (now - measured).abs() / now
+    let miss = if !inside && s.tasks == obs.facts.tasks && !obs.facts.mixed && measured > 0.0 {
+        (now - measured).abs() / now.max(measured)
     } else {
         0.0
     };

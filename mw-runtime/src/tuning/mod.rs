@@ -695,7 +695,13 @@ impl Tunlet for factor::FactorTunlet {
         Tunable::Factor
     }
     fn propose(&mut self, view: &TunerView<'_>) -> Option<Proposal> {
-        factor::FactorTunlet::propose(self, view.look.estimate, view.look.obs, view.setting)
+        factor::FactorTunlet::propose_at(
+            self,
+            view.look.estimate,
+            view.look.obs,
+            view.setting,
+            view.inside_iteration(),
+        )
     }
 }
 
