@@ -442,6 +442,23 @@ impl State {
         }
     }
 
+    /// A registered policy as the program spelled it: names are accepted whatever their case,
+    /// and the tuner tells policies apart by their registered names.
+    fn canonical(&self, change: Change) -> Change {
+        match change {
+            Change::Policy(PolicyChoice::Registered(name)) => {
+                let name = self
+                    .registered
+                    .iter()
+                    .find(|r| r.eq_ignore_ascii_case(&name))
+                    .cloned()
+                    .unwrap_or(name);
+                Change::Policy(PolicyChoice::Registered(name))
+            }
+            other => other,
+        }
+    }
+
     fn name(&self, tunable: Tunable) -> String {
         match tunable {
             Tunable::Declared(id) => self.declared[id.0].name.clone(),
@@ -711,6 +728,7 @@ impl TunablesHandle {
     pub(crate) fn request_why(&self, change: Change, why: Why) -> Result<()> {
         let mut state = self.lock();
         state.check(&change)?;
+        let change = state.canonical(change);
         let tunable = change.tunable();
         state.pending.retain(|(c, _)| c.tunable() != tunable);
         state.pending.push((change, why));
@@ -731,6 +749,7 @@ impl TunablesHandle {
         if taken || state.check(&change).is_err() {
             return false;
         }
+        let change = state.canonical(change);
         state.pending.push((change, why));
         true
     }
@@ -818,6 +837,12 @@ mod tests {
         assert!(e.contains("the program registered none"), "{e}");
         handle.register_policies(["tiles".to_owned(), "pairs".to_owned()]);
         external("policy", "Tiles").unwrap();
+        handle.apply_pending(1);
+        // As the program spelled it: the tuner tells policies apart by their registered names.
+        assert_eq!(
+            handle.current().policy,
+            PolicyChoice::Registered("tiles".into())
+        );
         external("policy", "wf").unwrap();
         let e = external("policy", "tile").unwrap_err().to_string();
         assert!(e.contains("registered `tiles`, `pairs`"), "{e}");

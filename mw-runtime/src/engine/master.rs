@@ -363,7 +363,8 @@ where
             let registered = self.registry.build(name)?;
             if !self.own_policy {
                 self.policy = registered;
-                self.policy_name = PolicyChoice::Registered(name.clone());
+                let name = self.registry.registered_name(name).unwrap_or(name);
+                self.policy_name = PolicyChoice::Registered(name.to_owned());
                 self.tunables.start_with_policy(self.policy_name.clone());
             }
         }

@@ -459,10 +459,19 @@ impl Registry {
 
     /// The factory registered under `name` (compared as the built-in names are: case aside).
     pub fn find(&self, name: &str) -> Option<&PolicyFactory> {
+        self.entry(name).map(|(_, factory)| factory)
+    }
+
+    /// `name` as the program registered it, for names typed in another case: the tuner tells
+    /// policies apart by their registered names.
+    pub fn registered_name(&self, name: &str) -> Option<&str> {
+        self.entry(name).map(|(n, _)| n.as_str())
+    }
+
+    fn entry(&self, name: &str) -> Option<&(String, PolicyFactory)> {
         self.policies
             .iter()
             .find(|(n, _)| n.eq_ignore_ascii_case(name.trim()))
-            .map(|(_, factory)| factory)
     }
 
     /// A fresh policy for the registered `name`.
