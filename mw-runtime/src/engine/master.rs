@@ -601,8 +601,8 @@ where
             if at >= round.next_watch {
                 self.watch(&mut round, at)?;
             }
-            match (worker, message) {
-                (worker, FromWorker::Done(done)) => {
+            match message {
+                FromWorker::Done(done) => {
                     let (recovered, now) = self.recover(&mut round, worker, done, at)?;
                     round.done += recovered as u64;
                     self.progress.tasks_done(recovered);
@@ -623,11 +623,9 @@ where
                         self.save(round.index, settled)?;
                     }
                 }
-                (worker, FromWorker::Failed(failed)) => {
-                    self.reassign(&mut round, worker, failed)?
-                }
-                (worker, FromWorker::Lost { why }) => self.lose(&mut round, worker, &why)?,
-                (worker, other) => {
+                FromWorker::Failed(failed) => self.reassign(&mut round, worker, failed)?,
+                FromWorker::Lost { why } => self.lose(&mut round, worker, &why)?,
+                other => {
                     return Err(Error::backend(format!(
                         "worker {worker} sent an unexpected message mid-iteration: {}",
                         describe(&other)
@@ -954,7 +952,12 @@ where
             round.next_task += size;
             round.chunk_sizes.push(size);
             let mut tasks = self.link.spare_tasks();
-            tasks.extend(round.uncut.drain(..size));
+            if size == 1 {
+                // The finest grain: a drain's bookkeeping costs more than moving the one task.
+                tasks.extend(round.uncut.pop_front());
+            } else {
+                tasks.extend(round.uncut.drain(..size));
+            }
             (first, tasks)
         } else {
             return Ok(false);
