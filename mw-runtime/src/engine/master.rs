@@ -890,8 +890,11 @@ where
     /// Keeps `worker`, which just answered, supplied: a chunk now if it holds none (with nothing
     /// left, it waits idle), then as many ahead as `prefetch` allows.
     fn supply(&mut self, round: &mut Round<M>, worker: usize, now: Instant) -> Result<()> {
-        let taking_part = round.active.iter().filter(|&&a| a).count();
-        if round.parked(worker, &self.healthy, &self.held) && taking_part < round.workers {
+        // Counted only for a parked worker: a count over the pool for every answer would cost
+        // as much as the rest of the bookkeeping on a large pool.
+        if round.parked(worker, &self.healthy, &self.held)
+            && round.active.iter().filter(|&&a| a).count() < round.workers
+        {
             // Still busy with a chunk of an earlier iteration (whose copy was answered first)
             // when this one began: it joins now that it has answered.
             self.activate(round, worker)?;
