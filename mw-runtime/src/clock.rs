@@ -48,6 +48,7 @@ impl Default for CpuMeter {
 
 impl CpuMeter {
     /// A chunk begins.
+    #[inline]
     pub(crate) fn begin(&mut self) {
         self.started = if self.measure {
             cpu_time::ThreadTime::try_now().ok()

@@ -602,8 +602,8 @@ where
             if at >= round.next_watch {
                 self.watch(&mut round, at)?;
             }
-            match (worker, message) {
-                (worker, FromWorker::Done(done)) => {
+            match message {
+                FromWorker::Done(done) => {
                     let (recovered, now) = self.recover(&mut round, worker, done, at)?;
                     round.done += recovered as u64;
                     self.progress.tasks_done(recovered);
@@ -624,11 +624,9 @@ where
                         self.save(round.index, settled)?;
                     }
                 }
-                (worker, FromWorker::Failed(failed)) => {
-                    self.reassign(&mut round, worker, failed)?
-                }
-                (worker, FromWorker::Lost { why }) => self.lose(&mut round, worker, &why)?,
-                (worker, other) => {
+                FromWorker::Failed(failed) => self.reassign(&mut round, worker, failed)?,
+                FromWorker::Lost { why } => self.lose(&mut round, worker, &why)?,
+                other => {
                     return Err(Error::backend(format!(
                         "worker {worker} sent an unexpected message mid-iteration: {}",
                         describe(&other)
@@ -893,8 +891,11 @@ where
     /// Keeps `worker`, which just answered, supplied: a chunk now if it holds none (with nothing
     /// left, it waits idle), then as many ahead as `prefetch` allows.
     fn supply(&mut self, round: &mut Round<M>, worker: usize, now: Instant) -> Result<()> {
-        let taking_part = round.active.iter().filter(|&&a| a).count();
-        if round.parked(worker, &self.healthy, &self.held) && taking_part < round.workers {
+        // Counted only for a parked worker: a count over the pool for every answer would cost
+        // as much as the rest of the bookkeeping on a large pool.
+        if round.parked(worker, &self.healthy, &self.held)
+            && round.active.iter().filter(|&&a| a).count() < round.workers
+        {
             // Still busy with a chunk of an earlier iteration (whose copy was answered first)
             // when this one began: it joins now that it has answered.
             self.activate(round, worker)?;
@@ -955,7 +956,12 @@ where
             round.next_task += size;
             round.chunk_sizes.push(size);
             let mut tasks = self.link.spare_tasks();
-            tasks.extend(round.uncut.drain(..size));
+            if size == 1 {
+                // The finest grain: a drain's bookkeeping costs more than moving the one task.
+                tasks.extend(round.uncut.pop_front());
+            } else {
+                tasks.extend(round.uncut.drain(..size));
+            }
             (first, tasks)
         } else {
             return Ok(false);

@@ -14,7 +14,7 @@ use super::{CHUNK, DONE, FAILED, FATAL, FINISHED, KILL, LEAVE_UNFINALIZED, READY
 use super::{kill, lifeline};
 use crate::codec::{Message, Reader};
 use crate::config::Protocol;
-use crate::transport::{Chunk, FromWorker, ToWorker, WorkerLink};
+use crate::transport::{Chunk, Done, FromWorker, ToWorker, WorkerLink};
 
 /// Ends the process named by a [`KILL`] message, on this worker's node.
 fn end_neighbour(bytes: &[u8]) {
@@ -238,22 +238,22 @@ impl<T: Message, S: Message, R: Message> WorkerLink<T, S, R> for MpiWorker<T, R>
 
     fn send(&mut self, message: FromWorker<T, R>) -> bool {
         self.expecting = matches!(message, FromWorker::Done(_) | FromWorker::Ready { .. });
-        match message {
-            FromWorker::Ready { error } => self.send_encoded(READY, &error),
-            FromWorker::Done(done) => {
-                let sent = self.send_encoded(DONE, &done);
-                let mut results = done.results;
-                if results.capacity() <= SPARE_ITEMS {
-                    results.clear();
-                    self.spare_results = results;
-                }
-                sent
-            }
-            FromWorker::Failed(failed) => self.send_encoded(FAILED, &failed),
-            FromWorker::Finished { error } => self.send_encoded(FINISHED, &error),
+        // Encoded from a borrow: moving an answer out of the message copies all of it.
+        let sent = match &message {
+            FromWorker::Ready { error } => self.send_encoded(READY, error),
+            FromWorker::Done(done) => self.send_encoded(DONE, done),
+            FromWorker::Failed(failed) => self.send_encoded(FAILED, failed),
+            FromWorker::Finished { error } => self.send_encoded(FINISHED, error),
             // Made by the master's transport, never sent.
             FromWorker::Lost { .. } => true,
+        };
+        if let FromWorker::Done(Done { mut results, .. }) = message {
+            if results.capacity() <= SPARE_ITEMS {
+                results.clear();
+                self.spare_results = results;
+            }
         }
+        sent
     }
 
     fn reuse_tasks(&mut self, mut tasks: Vec<T>) {
