@@ -9,18 +9,21 @@
 //! One module per experiment under `experiments/`:
 //! - `policies` — distribution policies on the synthetic workload (Cesar et al. 2006, Figs. 2–4);
 //! - `workers` — fixed numbers of workers against the tuned number, under emulated load
-//!   (Caymes-Scutari et al., POETRIES, Tables 1–2 and Figs. 2–5);
+//!   (Caymes-Scutari et al., POETRIES, Tables 1–2 and Figs. 2–5), with the synthetic program in
+//!   N-Body's shape and with the N-Body example itself;
 //! - `model` — the model's predicted iteration time and performance index against measured ones
 //!   (Cesar et al. 2006, Figs. 7–10 and Tables 1–4);
 //! - `xfire` — the factor fixed against tuned on the forest-fire example under variable load
 //!   (Morajko et al. 2005, Table 2 and Fig. 2);
 //! - `overhead` — the runtime against hand-written baselines (rayon, rsmpi, bincode, no trace);
 //! - `predict` — whole runs predicted from a pilot's metrics (`mwgen predict`) against real runs;
-//! - `heterogeneous` — every policy and `--policy auto` on workers of unequal speed.
+//! - `heterogeneous` — every policy and `--policy auto` on workers of unequal speed;
+//! - `shaped` — the emulated link against MPI over TCP shaped with `tc` between network
+//!   namespaces.
 //!
 //! Experiments run in this process through `mw_runtime::run_config` and the synthetic and xfire
-//! examples' libraries; only the rayon and rsmpi comparisons start other programs (the N-Body example and
-//! the runtime's MPI bench), because those need their own binaries. `ideal` holds the arithmetic
+//! examples' libraries; the runs of the N-Body example, the MPI runs and the runtime's MPI bench
+//! start other programs, because those need their own binaries. `ideal` holds the arithmetic
 //! of the ideal time, `doc` the Markdown, `machine` what the document says about this computer.
 //!
 //! Crates: clap (the command line, as every binary of the workspace), serde_json (the raw numbers
