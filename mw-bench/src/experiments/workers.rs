@@ -15,7 +15,7 @@
 //! while the bodies cost the link what they did, so its own best count is where this machine's
 //! 2 cores run out: the section says so from its measured computation per iteration.
 
-use mw_runtime::{LoadPattern, Objective, RunArgs, TuneMode};
+use mw_runtime::{LoadPattern, Objective, RunArgs, RunMetrics, TuneMode};
 use mwgen::report::chart::{LineChart, Series};
 use serde_json::json;
 
@@ -141,42 +141,35 @@ fn measure(
     } else {
         run
     };
+    repeated((load, workers, setting), repeats, || {
+        Ok(synthetic(prog.clone(), run.clone())?.metrics)
+    })
+}
+
+/// The row of `repeats` runs of one configuration (load, fixed workers or tuned, setting), each
+/// made by `one`: their total times, and the first run's trajectory and computation.
+fn repeated(
+    (load, workers, setting): (&str, Option<usize>, Setting),
+    repeats: usize,
+    mut one: impl FnMut() -> Result<RunMetrics, BenchError>,
+) -> Result<Row, BenchError> {
     let mut runs_ms = Vec::new();
-    let mut trajectory = Vec::new();
-    let mut tc_ms = f64::NAN;
+    let mut first = None;
     for _ in 0..repeats.max(1) {
-        let summary = synthetic(prog.clone(), run.clone())?;
-        runs_ms.push(summary.metrics.total_ms);
-        if trajectory.is_empty() {
-            trajectory = summary
-                .metrics
-                .iterations
-                .iter()
-                .map(|i| i.workers)
-                .collect();
-            tc_ms = computation_ms(&summary.metrics);
-        }
+        let metrics = one()?;
+        runs_ms.push(metrics.total_ms);
+        first.get_or_insert(metrics);
     }
+    let iterations = first.map(|m| m.iterations).unwrap_or_default();
     Ok(Row {
         load: load.to_owned(),
         workers,
         setting,
         total_ms: median(&runs_ms),
         runs_ms,
-        trajectory,
-        tc_ms,
+        trajectory: iterations.iter().map(|i| i.workers).collect(),
+        tc_ms: median(&iterations.iter().map(|i| i.tc_ms).collect::<Vec<_>>()),
     })
-}
-
-/// The median over a run's iterations of the workers' computation (`Tc`).
-fn computation_ms(metrics: &mw_runtime::RunMetrics) -> f64 {
-    median(
-        &metrics
-            .iterations
-            .iter()
-            .map(|i| i.tc_ms)
-            .collect::<Vec<_>>(),
-    )
 }
 
 /// Runs of the `nbody` example itself behind the emulated link: `workers` fixed, or tuned from
@@ -218,27 +211,29 @@ fn measure_nbody(
         "time".to_owned(),
     ]);
     let path = std::env::temp_dir().join(format!("mw-bench-nbody-{}.json", std::process::id()));
-    let mut runs_ms = Vec::new();
-    let mut trajectory = Vec::new();
-    let mut tc_ms = f64::NAN;
-    for _ in 0..repeats.max(1) {
-        let metrics = super::children::nbody_metrics(&args, &path).map_err(BenchError)?;
-        runs_ms.push(metrics.total_ms);
-        if trajectory.is_empty() {
-            trajectory = metrics.iterations.iter().map(|i| i.workers).collect();
-            tc_ms = computation_ms(&metrics);
-        }
-    }
+    let row = repeated((load, workers, Setting::NBody), repeats, || {
+        super::children::nbody_metrics(&args, &path).map_err(BenchError)
+    });
     let _ = std::fs::remove_file(&path);
-    Ok(Row {
-        load: load.to_owned(),
-        workers,
-        setting: Setting::NBody,
-        total_ms: median(&runs_ms),
-        runs_ms,
-        trajectory,
-        tc_ms,
-    })
+    row
+}
+
+/// The fastest fixed count's row and the tuned row among `of` (one load and setting).
+fn best_and_tuned<'a>(of: &[&'a Row]) -> (Option<&'a Row>, Option<&'a Row>) {
+    let best = of
+        .iter()
+        .copied()
+        .filter(|r| r.workers.is_some())
+        .min_by(|a, b| a.total_ms.total_cmp(&b.total_ms));
+    let tuned = of.iter().copied().find(|r| r.workers.is_none());
+    (best, tuned)
+}
+
+/// The rows of one load and setting.
+fn of<'a>(rows: &'a [Row], load: &str, setting: Setting) -> Vec<&'a Row> {
+    rows.iter()
+        .filter(|r| r.load == load && r.setting == setting)
+        .collect()
 }
 
 /// The tuned run's time over the best fixed count's, run by run: the median and the range.
@@ -313,10 +308,7 @@ pub fn comparison(load: &str, paper: &[f64; 7], rows: &[Row], counts: &[usize]) 
         Setting::Threads,
         Setting::Spinning,
     ] {
-        let of: Vec<&Row> = rows
-            .iter()
-            .filter(|r| r.load == load && r.setting == setting)
-            .collect();
+        let of = of(rows, load, setting);
         if of.is_empty() {
             continue;
         }
@@ -328,12 +320,8 @@ pub fn comparison(load: &str, paper: &[f64; 7], rows: &[Row], counts: &[usize]) 
                     .map_or("–".into(), |r| seconds(r)),
             );
         }
-        let tuned = of.iter().find(|r| r.workers.is_none());
-        line.push(tuned.map_or("–".into(), |r| seconds(r)));
-        let best = of
-            .iter()
-            .filter(|r| r.workers.is_some())
-            .min_by(|a, b| a.total_ms.total_cmp(&b.total_ms));
+        let (best, tuned) = best_and_tuned(&of);
+        line.push(tuned.map_or("–".into(), seconds));
         line.push(match (best, tuned) {
             (Some(best), Some(tuned)) => {
                 let n = best.workers.unwrap_or(0);
@@ -359,15 +347,7 @@ pub fn verdict(rows: &[Row], counts: &[usize], loads: &[&str]) -> Verdict {
     let mut close = 0;
     let mut parts = Vec::new();
     for load in loads {
-        let of = || {
-            rows.iter()
-                .filter(move |r| r.load == *load && r.setting == Setting::Link)
-        };
-        let best = of()
-            .filter(|r| r.workers.is_some())
-            .min_by(|a, b| a.total_ms.total_cmp(&b.total_ms));
-        let tuned = of().find(|r| r.workers.is_none());
-        let (Some(best), Some(tuned)) = (best, tuned) else {
+        let (Some(best), Some(tuned)) = best_and_tuned(&of(rows, load, Setting::Link)) else {
             continue;
         };
         let n = best.workers.unwrap_or(0);
@@ -400,29 +380,18 @@ pub fn verdict(rows: &[Row], counts: &[usize], loads: &[&str]) -> Verdict {
 /// What the runs of the `nbody` example itself show, and why they are not the paper's replica:
 /// their computation per byte sent, measured, against the link's cost of the bodies.
 fn nbody_text(rows: &[Row], plan: &Plan) -> String {
-    let of = |load: &str| -> Vec<&Row> {
-        rows.iter()
-            .filter(|r| r.load == load && r.setting == Setting::NBody)
-            .collect()
-    };
-    let Some(one) = plan
-        .loads
-        .first()
-        .and_then(|l| of(l).into_iter().find(|r| r.workers == Some(1)))
-    else {
+    let Some(one) = plan.loads.first().and_then(|l| {
+        of(rows, l, Setting::NBody)
+            .into_iter()
+            .find(|r| r.workers == Some(1))
+    }) else {
         return String::new();
     };
     let shared_bytes = plan.bodies * 40;
     let link_ms = LINK_LATENCY_MS + shared_bytes as f64 * 8e-3 / LINK_MBIT;
     let mut found = Vec::new();
     for load in &plan.loads {
-        let of = of(load);
-        let best = of
-            .iter()
-            .filter(|r| r.workers.is_some())
-            .min_by(|a, b| a.total_ms.total_cmp(&b.total_ms));
-        let tuned = of.iter().find(|r| r.workers.is_none());
-        if let (Some(best), Some(tuned)) = (best, tuned) {
+        if let (Some(best), Some(tuned)) = best_and_tuned(&of(rows, load, Setting::NBody)) {
             let ratio = paired_ratios(best, tuned).map_or(f64::NAN, |r| r.0);
             let most = tuned.trajectory.iter().copied().max().unwrap_or(0);
             found.push(format!(
