@@ -419,43 +419,41 @@ struct State {
 }
 
 impl State {
-    fn check(&self, change: &Change) -> Result<()> {
+    /// `change` if it is valid, a registered policy named as the program spelled it: names are
+    /// accepted whatever their case, and the tuner tells policies apart by their registered
+    /// names.
+    fn checked(&self, change: Change) -> Result<Change> {
         match change {
-            Change::Declared(id, value) => self.declared[id.0].check(*value),
-            Change::Policy(PolicyChoice::Registered(name))
-                if !self.registered.iter().any(|r| r.eq_ignore_ascii_case(name)) =>
-            {
-                let registered = if self.registered.is_empty() {
-                    "the program registered none".to_owned()
-                } else {
-                    format!("the program registered `{}`", self.registered.join("`, `"))
-                };
-                Err(Error::config(
-                    format!("error: no policy is named `{name}`"),
-                    format!(
-                        "the built-in policies are {}; {registered}",
-                        PolicyName::ALL_NAMES
-                    ),
-                ))
+            Change::Declared(id, value) => {
+                self.declared[id.0].check(value)?;
+                Ok(change)
             }
-            _ => change.validate(self.pool),
-        }
-    }
-
-    /// A registered policy as the program spelled it: names are accepted whatever their case,
-    /// and the tuner tells policies apart by their registered names.
-    fn canonical(&self, change: Change) -> Change {
-        match change {
             Change::Policy(PolicyChoice::Registered(name)) => {
-                let name = self
+                match self
                     .registered
                     .iter()
                     .find(|r| r.eq_ignore_ascii_case(&name))
-                    .cloned()
-                    .unwrap_or(name);
-                Change::Policy(PolicyChoice::Registered(name))
+                {
+                    Some(registered) => {
+                        Ok(Change::Policy(PolicyChoice::Registered(registered.clone())))
+                    }
+                    None => {
+                        let registered = if self.registered.is_empty() {
+                            "the program registered none".to_owned()
+                        } else {
+                            format!("the program registered `{}`", self.registered.join("`, `"))
+                        };
+                        Err(Error::config(
+                            format!("error: no policy is named `{name}`"),
+                            format!(
+                                "the built-in policies are {}; {registered}",
+                                PolicyName::ALL_NAMES
+                            ),
+                        ))
+                    }
+                }
             }
-            other => other,
+            _ => change.validate(self.pool).map(|()| change),
         }
     }
 
@@ -727,8 +725,7 @@ impl TunablesHandle {
     /// asked for wins, so a flood of requests makes one decision per tunable and boundary.
     pub(crate) fn request_why(&self, change: Change, why: Why) -> Result<()> {
         let mut state = self.lock();
-        state.check(&change)?;
-        let change = state.canonical(change);
+        let change = state.checked(change)?;
         let tunable = change.tunable();
         state.pending.retain(|(c, _)| c.tunable() != tunable);
         state.pending.push((change, why));
@@ -746,10 +743,12 @@ impl TunablesHandle {
                 .pending
                 .iter()
                 .any(|(c, w)| c.tunable() == tunable && w.source != Source::Tuner);
-        if taken || state.check(&change).is_err() {
+        if taken {
             return false;
         }
-        let change = state.canonical(change);
+        let Ok(change) = state.checked(change) else {
+            return false;
+        };
         state.pending.push((change, why));
         true
     }
