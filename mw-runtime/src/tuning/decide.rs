@@ -190,11 +190,33 @@ struct ValueLeft {
     conditions: Conditions,
 }
 
+/// What a look said of a tunable, for persistence.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Evidence<'a> {
+    /// A proposal past the bar, not blocked by hysteresis.
+    For(&'a Proposal),
+    /// A proposal whose gain is within the noise, or blocked by hysteresis.
+    Weak,
+    /// No proposal: the value in force is the best the tunlet sees.
+    Nothing,
+}
+
+/// Proposals in a row the same way for one tunable.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Streak {
+    tunable: Tunable,
+    /// +1 up, −1 down; for `policy`, the policy's number plus one.
+    direction: f64,
+    count: usize,
+    /// The iteration of the streak's first look.
+    since: usize,
+}
+
 /// Proposals on their way to decisions, for every tunable.
 #[derive(Debug, Default)]
 pub(crate) struct Decider {
-    /// Per tunable: direction of the proposals in a row (+1 up, −1 down) and how many.
-    streaks: Vec<(Tunable, f64, usize)>,
+    /// Per tunable: proposals in a row the same way.
+    streaks: Vec<Streak>,
     left: VecDeque<ValueLeft>,
     /// Scores and times of recent iterations with the settings now in force.
     scores: VecDeque<(f64, f64)>,
@@ -283,30 +305,56 @@ impl Decider {
         self.threshold(proposal.sensitivity).max(proposal.miss)
     }
 
-    /// Counts a proposal (or its absence, `None`) for `tunable`; returns how many iterations in
-    /// a row proposals have pointed the same way (for `policy`, whose values have no order: at
-    /// the same policy, numbered from 1).
-    pub fn hold(&mut self, tunable: Tunable, proposal: Option<&Proposal>) -> usize {
-        let direction = proposal.map_or(0.0, |p| match p.change {
-            Change::Policy(_) => p.to + 1.0,
-            _ => (p.to - p.from).signum(),
-        });
-        let entry = match self.streaks.iter_mut().find(|s| s.0 == tunable) {
-            Some(entry) => entry,
+    /// Counts what a look said of `tunable` at `iteration`; returns how many looks have
+    /// proposed the same way past the bar (for `policy`, whose values have no order: the same
+    /// policy), counting from 1.
+    ///
+    /// A [`Weak`](Evidence::Weak) look neither counts nor breaks the streak: a gain within the
+    /// noise says nothing either way. Under a load that comes and goes, the look that sees a
+    /// loaded phase clearly is one of several, and the looks between it and the next one see
+    /// other proposals within the noise; if they broke the streak, a move worth 10 % in every
+    /// loaded phase would never be made. A look that proposes nothing, or another way past the
+    /// bar, breaks it; so does a streak left unconfirmed for [`HYSTERESIS_ITERATIONS`].
+    pub fn hold(&mut self, tunable: Tunable, evidence: Evidence<'_>, iteration: usize) -> usize {
+        let index = match self.streaks.iter().position(|s| s.tunable == tunable) {
+            Some(index) => index,
             None => {
-                self.streaks.push((tunable, 0.0, 0));
-                let last = self.streaks.len() - 1;
-                &mut self.streaks[last]
+                self.streaks.push(Streak {
+                    tunable,
+                    direction: 0.0,
+                    count: 0,
+                    since: iteration,
+                });
+                self.streaks.len() - 1
             }
         };
-        if direction == 0.0 {
-            *entry = (tunable, 0.0, 0);
-        } else if entry.1 == direction {
-            entry.2 += 1;
-        } else {
-            *entry = (tunable, direction, 1);
+        let streak = &mut self.streaks[index];
+        if iteration.saturating_sub(streak.since) >= HYSTERESIS_ITERATIONS {
+            streak.count = 0;
         }
-        entry.2
+        let p = match evidence {
+            Evidence::Weak => return streak.count,
+            Evidence::Nothing => {
+                streak.count = 0;
+                return 0;
+            }
+            Evidence::For(p) => p,
+        };
+        let direction = match p.change {
+            Change::Policy(_) => p.to + 1.0,
+            _ => (p.to - p.from).signum(),
+        };
+        if streak.count > 0 && streak.direction == direction {
+            streak.count += 1;
+        } else {
+            *streak = Streak {
+                tunable,
+                direction,
+                count: 1,
+                since: iteration,
+            };
+        }
+        streak.count
     }
 
     /// Iterations a proposal must hold before it is acted on. The starting values are a guess,

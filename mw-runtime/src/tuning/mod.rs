@@ -37,7 +37,7 @@ use crate::policy::{PolicyChoice, PolicyName, Registry};
 use crate::tunables::{
     Applied, Change, Source, Tunable, TunableId, TunableValue, Tunables, TunablesHandle, Why,
 };
-use decide::{Conditions, Decider, Verdict};
+use decide::{Conditions, Decider, Evidence, Verdict};
 use estimate::Estimate;
 
 /// `mo` and `k` as estimated after an iteration, for the metrics.
@@ -423,11 +423,22 @@ impl Tuner {
             } else {
                 None
             };
-            let proposal = proposal
-                .filter(|p| p.to != p.from && p.gain.is_finite())
-                .filter(|p| p.gain > self.decider.bar(p))
-                .filter(|p| self.decider.blocked(p, index, &conditions).is_none());
-            let streak = self.decider.hold(tunable, proposal.as_ref());
+            let proposal = proposal.filter(|p| p.to != p.from && p.gain.is_finite());
+            let strong = proposal.as_ref().is_some_and(|p| {
+                p.gain > self.decider.bar(p)
+                    && self.decider.blocked(p, index, &conditions).is_none()
+            });
+            let evidence = match &proposal {
+                Some(p) if strong => Evidence::For(p),
+                Some(_) => Evidence::Weak,
+                // A checkpoint has seen part of an iteration (often the first answers after the
+                // load moved, too unbalanced to propose more workers on): its silence does not
+                // contradict what a whole iteration showed.
+                None if look.midway.is_some() => Evidence::Weak,
+                None => Evidence::Nothing,
+            };
+            let streak = self.decider.hold(tunable, evidence, index);
+            let proposal = proposal.filter(|_| strong);
             let needed = proposal.as_ref().map_or(self.config.persistence, |p| {
                 Decider::persistence_needed(self.config.persistence, look.first, p)
             });

@@ -849,17 +849,69 @@ fn the_policy_tunlet_simulates_the_portfolio() {
         ..proposal.clone()
     };
     assert_eq!(
-        decider.hold(crate::tunables::Tunable::Policy, Some(&to(PolicyName::Wf))),
+        decider.hold(
+            crate::tunables::Tunable::Policy,
+            decide::Evidence::For(&to(PolicyName::Wf)),
+            0
+        ),
         1
     );
     assert_eq!(
-        decider.hold(crate::tunables::Tunable::Policy, Some(&to(PolicyName::Af))),
+        decider.hold(
+            crate::tunables::Tunable::Policy,
+            decide::Evidence::For(&to(PolicyName::Af)),
+            0
+        ),
         1
     );
     assert_eq!(
-        decider.hold(crate::tunables::Tunable::Policy, Some(&to(PolicyName::Af))),
+        decider.hold(
+            crate::tunables::Tunable::Policy,
+            decide::Evidence::For(&to(PolicyName::Af)),
+            0
+        ),
         2
     );
+}
+
+#[test]
+fn a_gain_within_the_noise_neither_counts_nor_breaks_a_streak() {
+    use decide::Evidence::{For, Nothing, Weak};
+    let up = decide::Proposal {
+        change: Change::Nworkers(8),
+        from: 7.0,
+        to: 8.0,
+        gain: 0.1,
+        sensitivity: 1.0,
+        predicted_ms: 50.0,
+        miss: 0.0,
+        explanation: decide::Explanation::Declared(String::new()),
+    };
+    let down = decide::Proposal {
+        change: Change::Nworkers(6),
+        to: 6.0,
+        ..up.clone()
+    };
+    let workers = crate::tunables::Tunable::Nworkers;
+    let mut decider = decide::Decider::default();
+    // A loaded phase seen clearly at one look, looks within the noise between, and the next
+    // loaded phase: two looks the same way.
+    assert_eq!(decider.hold(workers, For(&up), 9), 1);
+    for iteration in 10..25 {
+        assert_eq!(decider.hold(workers, Weak, iteration), 1);
+    }
+    assert_eq!(decider.hold(workers, For(&up), 25), 2);
+    // A look that proposes nothing breaks it, and so does one past the bar the other way.
+    assert_eq!(decider.hold(workers, Nothing, 26), 0);
+    assert_eq!(decider.hold(workers, For(&up), 27), 1);
+    assert_eq!(decider.hold(workers, For(&down), 28), 1);
+    assert_eq!(decider.hold(workers, For(&down), 29), 2);
+    // A streak left unconfirmed for as long as hysteresis lasts is forgotten.
+    let mut decider = decide::Decider::default();
+    assert_eq!(decider.hold(workers, For(&up), 0), 1);
+    let later = decide::HYSTERESIS_ITERATIONS;
+    assert_eq!(decider.hold(workers, Weak, later), 0);
+    assert_eq!(decider.hold(workers, For(&up), later), 1);
 }
 
 #[test]
