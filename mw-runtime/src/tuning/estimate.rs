@@ -18,6 +18,8 @@ use super::queue::{self, Log};
 pub(crate) const FIT_WINDOW: usize = 4;
 /// Transfers kept per iteration (evenly spread over the iteration's chunks).
 pub(crate) const FIT_SAMPLES: usize = 256;
+/// Iterations between fits of `k` over its whole range (the others search near the last one).
+pub(crate) const WHOLE_SEARCH_EVERY: usize = 8;
 /// Weight of the newest iteration in the moving averages.
 pub(crate) const EWMA: f64 = 0.5;
 /// A fit explaining less of the transfers' variance than this (r²) does not set `k`: message
@@ -242,7 +244,13 @@ impl Estimate {
             .flat_map(|log| &log.transfers)
             .map(|t| (t.bytes, t.ms))
             .collect();
-        self.link = Some(match queue::fit(self.window.make_contiguous()) {
+        // Near the last fit's `k`, with the whole range searched now and then in case the
+        // error has a deeper minimum far from it.
+        let near = self
+            .link
+            .filter(|l| l.fitted && self.iterations % WHOLE_SEARCH_EVERY != 0)
+            .map(|l| l.k_ms_per_byte);
+        self.link = Some(match queue::fit(self.window.make_contiguous(), near) {
             Some(fit) if fit.r2 >= MIN_R2 => Link {
                 mo_ms: fit.mo_ms / 2.0,
                 k_ms_per_byte: fit.k_ms_per_byte,

@@ -13,7 +13,8 @@
 //! burst like the wait out, and read as bandwidth: with answers a third larger than their
 //! chunks (`static`, a few bytes per task), `k` came out 1.4 times the link's. For each `k` the
 //! best `mo` is the mean of what is left; the `k` of least squared error wins, found on a
-//! geometric grid and refined by golden-section search.
+//! geometric grid (near the last fit's `k` when there is one) and refined by golden-section
+//! search.
 
 use crate::measure::{Send, Transfer};
 use crate::model::{Fit, fit_latency_bandwidth};
@@ -23,9 +24,11 @@ const K_MIN: f64 = 1e-10;
 /// ... to here (10 kB/s), in ms per byte.
 const K_MAX: f64 = 1e-1;
 /// Grid points (a ratio of 1.55 between neighbours), then golden-section steps between the
-/// best one's neighbours (to 10⁻⁵ of `k`).
+/// best one's neighbours (to 2·10⁻⁴ of `k`, far below what the transfers' jitter allows).
 const GRID: usize = 48;
-const REFINE: usize = 24;
+const REFINE: usize = 18;
+/// Grid points searched on either side of the last fit's `k` (a factor of 5.8 each way).
+const NEAR: i32 = 4;
 
 /// One iteration's send log and the transfers it gave.
 #[derive(Debug, Clone, Default)]
@@ -36,8 +39,10 @@ pub(crate) struct Log {
 
 /// The fit of `trip = 2·mo + k·bytes + wait(k)` over `logs` (`Fit::mo_ms` is the intercept,
 /// `2·mo`, as for a straight line). Without any logged transfer, the straight line of
-/// [`fit_latency_bandwidth`].
-pub(crate) fn fit(logs: &[Log]) -> Option<Fit> {
+/// [`fit_latency_bandwidth`]. `near`, the `k` of the last fit, narrows the search to the grid
+/// points around it (the whole grid when the best of those lies at their edge): a link's `k`
+/// moves little between iterations, and every replay walks the whole send log.
+pub(crate) fn fit(logs: &[Log], near: Option<f64>) -> Option<Fit> {
     let logged = logs
         .iter()
         .any(|l| l.transfers.iter().any(|t| t.out.is_some()));
@@ -67,15 +72,27 @@ pub(crate) fn fit(logs: &[Log]) -> Option<Fit> {
     // is part of the tuner's own time.
     let mut scratch = Scratch::default();
     let mut error = |k: f64| residuals(logs, k, count, &mut scratch);
-    // The grid, with k = 0 as its first point.
     let ratio = (K_MAX / K_MIN).powf(1.0 / (GRID - 1) as f64);
-    let grid: Vec<f64> = std::iter::once(0.0)
-        .chain((0..GRID).map(|i| K_MIN * ratio.powi(i as i32)))
-        .collect();
-    let errors: Vec<f64> = grid.iter().map(|&k| error(k).1).collect();
-    let best = (0..grid.len())
-        .min_by(|&a, &b| errors[a].total_cmp(&errors[b]))
-        .unwrap_or(0);
+    let local = near
+        .filter(|&k| (K_MIN..=K_MAX).contains(&k))
+        .map(|k| {
+            let grid: Vec<f64> = (-NEAR..=NEAR).map(|i| k * ratio.powi(i)).collect();
+            let errors: Vec<f64> = grid.iter().map(|&k| error(k).1).collect();
+            (grid, errors)
+        })
+        .filter(|(_, errors)| {
+            let best = argmin(errors);
+            best > 0 && best < errors.len() - 1
+        });
+    // The whole grid, with k = 0 as its first point.
+    let (grid, errors) = local.unwrap_or_else(|| {
+        let grid: Vec<f64> = std::iter::once(0.0)
+            .chain((0..GRID).map(|i| K_MIN * ratio.powi(i as i32)))
+            .collect();
+        let errors = grid.iter().map(|&k| error(k).1).collect();
+        (grid, errors)
+    });
+    let best = argmin(&errors);
     let (mut lo, mut hi) = (
         grid[best.saturating_sub(1)],
         grid[(best + 1).min(grid.len() - 1)],
@@ -111,6 +128,13 @@ pub(crate) fn fit(logs: &[Log]) -> Option<Fit> {
         r2,
         samples: count,
     })
+}
+
+/// The index of the least error.
+fn argmin(errors: &[f64]) -> usize {
+    (0..errors.len())
+        .min_by(|&a, &b| errors[a].total_cmp(&errors[b]))
+        .unwrap_or(0)
 }
 
 /// Buffers reused by every replay.
@@ -249,10 +273,27 @@ mod tests {
         let line: Vec<(f64, f64)> = log.transfers.iter().map(|t| (t.bytes, t.ms)).collect();
         let naive = fit_latency_bandwidth(&line).unwrap();
         assert!(naive.k_ms_per_byte > 2.0 * k, "{naive:?}");
-        let fitted = fit(&[log]).unwrap();
+        let fitted = fit(&[log], None).unwrap();
         assert!((fitted.k_ms_per_byte / k - 1.0).abs() < 0.01, "{fitted:?}");
         assert!((fitted.mo_ms / (2.0 * mo) - 1.0).abs() < 0.01, "{fitted:?}");
         assert!(fitted.r2 > 0.999, "{fitted:?}");
+    }
+
+    #[test]
+    fn a_search_near_the_last_k_finds_what_the_whole_search_does() {
+        let (mo, k) = (0.1, 8e-5);
+        let log = burst(8, 40_000.0, 2_000.0, mo, k);
+        let whole = fit(std::slice::from_ref(&log), None).unwrap();
+        // Near the last k, or near one far from it: the best point at the near grid's edge
+        // sends the search over the whole range.
+        for last in [k * 1.3, k / 3.0, k * 1000.0, k / 1000.0] {
+            let near = fit(std::slice::from_ref(&log), Some(last)).unwrap();
+            assert!(
+                (near.k_ms_per_byte / whole.k_ms_per_byte - 1.0).abs() < 1e-3,
+                "{last}: {near:?} against {whole:?}"
+            );
+            assert!((near.mo_ms / whole.mo_ms - 1.0).abs() < 1e-3, "{near:?}");
+        }
     }
 
     /// A burst of one chunk of `chunk` bytes to each of `n` workers through a simulated link
@@ -288,7 +329,7 @@ mod tests {
         // 3,600 (the synthetic program's answers carry 8 bytes more per task).
         let (mo, k) = (0.1, 8e-5);
         let log = both_ways(8, 2_700.0, 3_600.0, 12.5, mo, k);
-        let fitted = fit(std::slice::from_ref(&log)).unwrap();
+        let fitted = fit(std::slice::from_ref(&log), None).unwrap();
         assert!((fitted.k_ms_per_byte / k - 1.0).abs() < 0.01, "{fitted:?}");
         assert!((fitted.mo_ms / (2.0 * mo) - 1.0).abs() < 0.01, "{fitted:?}");
         // Replaying the link out alone, as before, the queue back read as a third more `k`.
@@ -296,7 +337,7 @@ mod tests {
         for t in &mut out_only.transfers {
             t.back = None;
         }
-        let before = fit(&[out_only]).unwrap();
+        let before = fit(&[out_only], None).unwrap();
         assert!(before.k_ms_per_byte > 1.2 * k, "{before:?}");
     }
 
@@ -316,7 +357,7 @@ mod tests {
             transfers,
         };
         let line = fit_latency_bandwidth(&[(1e3, 0.3), (1e4, 1.2), (1e5, 10.2)]);
-        assert_eq!(fit(&[log]), line);
+        assert_eq!(fit(&[log], None), line);
     }
 
     #[test]
@@ -336,7 +377,7 @@ mod tests {
                 back: None,
             })
             .collect();
-        let fitted = fit(&[Log { sends, transfers }]).unwrap();
+        let fitted = fit(&[Log { sends, transfers }], None).unwrap();
         assert!(fitted.k_ms_per_byte < 1e-8, "{fitted:?}");
         assert!(fitted.r2 < 0.3, "{fitted:?}");
     }
