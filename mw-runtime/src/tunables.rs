@@ -428,33 +428,30 @@ impl State {
                 self.declared[id.0].check(value)?;
                 Ok(change)
             }
-            Change::Policy(PolicyChoice::Registered(name)) => {
-                match self
-                    .registered
-                    .iter()
-                    .find(|r| r.eq_ignore_ascii_case(&name))
-                {
-                    Some(registered) => {
-                        Ok(Change::Policy(PolicyChoice::Registered(registered.clone())))
-                    }
-                    None => {
-                        let registered = if self.registered.is_empty() {
-                            "the program registered none".to_owned()
-                        } else {
-                            format!("the program registered `{}`", self.registered.join("`, `"))
-                        };
-                        Err(Error::config(
-                            format!("error: no policy is named `{name}`"),
-                            format!(
-                                "the built-in policies are {}; {registered}",
-                                PolicyName::ALL_NAMES
-                            ),
-                        ))
-                    }
-                }
-            }
+            Change::Policy(PolicyChoice::Registered(name)) => self
+                .registered
+                .iter()
+                .find(|r| r.eq_ignore_ascii_case(&name))
+                .map(|r| Change::Policy(PolicyChoice::Registered(r.clone())))
+                .ok_or_else(|| self.no_such_policy(&name)),
             _ => change.validate(self.pool).map(|()| change),
         }
+    }
+
+    /// The error for a policy name that is neither built in nor registered.
+    fn no_such_policy(&self, name: &str) -> Error {
+        let registered = if self.registered.is_empty() {
+            "the program registered none".to_owned()
+        } else {
+            format!("the program registered `{}`", self.registered.join("`, `"))
+        };
+        Error::config(
+            format!("error: no policy is named `{name}`"),
+            format!(
+                "the built-in policies are {}; {registered}",
+                PolicyName::ALL_NAMES
+            ),
+        )
     }
 
     fn name(&self, tunable: Tunable) -> String {
