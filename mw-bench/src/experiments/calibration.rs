@@ -7,8 +7,10 @@
 //! more bytes per task), and `k` is read from how the iteration time grows with the volume at
 //! one `n`: by the model's own expressions (7)–(9), `Tt − Tc/n − λm − start-ups` is `k` times
 //! `((n−1)·α + 1)·V/n` (or `V/n` when latency-bound), so the slope between two runs at one `n`
-//! and in one regime is `k`; the median over such pairs (Theil–Sen's line: one run slowed by other work on the
-//! machine does not tilt it). Yalçınkaya and Steihaug estimate latency and bandwidth the same
+//! and in one regime is `k`; the median over such pairs (Theil–Sen's line: one run slowed by
+//! other work on the machine does not tilt it), of bandwidth-bound runs wherever there are some,
+//! since between latency-bound ones `V/n` differs too little to tell `k` from noise.
+//! Yalçınkaya and Steihaug estimate latency and bandwidth the same
 //! way, by least squares of measured times against the model. The runtime's own trips would
 //! not do: under `sync`, once the master's sends outlast a worker's computing, the master takes
 //! the first answers late, and their trips grow with the volume beyond the link's cost (at 10
@@ -77,13 +79,13 @@ pub(crate) fn slope<G: PartialEq + Copy>(points: &[(G, f64, f64)]) -> Option<f64
 
 /// What the model multiplies `k` by in a run's `Tt` (bytes), what it charges that run for
 /// message start-ups (ms), and whether it is latency-bound, at `mo` and `k`: expressions
-/// (7)–(9), the regime of (7)/(8) decided with them.
-fn terms(o: &Observed, protocol: Protocol, mo: f64, k: f64) -> (f64, f64, bool) {
+/// (7)–(9), the regime of (7)/(8) decided with them (bandwidth-bound while `k` is unknown).
+fn terms(o: &Observed, protocol: Protocol, mo: f64, k: Option<f64>) -> (f64, f64, bool) {
     let n = o.workers.max(1) as f64;
     let spread = ((n - 1.0) * o.alpha + 1.0) * o.volume_bytes / n;
     match protocol {
         Protocol::Sync => (spread, (n + 1.0) * mo, false),
-        Protocol::Async if mo >= k * o.alpha * o.volume_bytes / n => {
+        Protocol::Async if k.is_some_and(|k| mo >= k * o.alpha * o.volume_bytes / n) => {
             (o.volume_bytes / n, (n + 1.0) * mo, true)
         }
         Protocol::Async => (spread, 2.0 * mo, false),
@@ -114,22 +116,29 @@ pub(crate) fn calibrated(
     protocol: Protocol,
 ) -> Option<Params> {
     let first = at_volume.first()?;
-    let (mut mo, mut k) = (latency(at_volume, 0.0), 0.0);
+    let (mut mo, mut k) = (latency(at_volume, 0.0), None);
     for _ in 0..3 {
-        // Pairs in one regime only: the emulated link's latency overlaps between messages
-        // sent together, where (7) charges `(n+1)·mo`, so a latency-bound run says little of
-        // how `k` adds up.
-        let points: Vec<((usize, bool), f64, f64)> = runs
+        // `k` from the bandwidth-bound runs, the latency-bound ones only where there are no
+        // others. Where latency binds, the emulated link's latency overlaps between messages
+        // sent together while (7) charges `(n+1)·mo`, and the bytes `k` multiplies, `V/n`,
+        // differ by little between volumes: a fraction of a millisecond of noise there
+        // reads as a slope many times the link's, and such pairs tilt the median upwards.
+        let (latency_bound, bandwidth_bound): (Vec<_>, Vec<_>) = runs
             .iter()
             .map(|o| {
                 let (bytes, startups, latency_bound) = terms(o, protocol, mo, k);
                 let rest = o.time_ms - o.tc_ms / o.workers.max(1) as f64 - o.lm_ms - startups;
-                ((o.workers, latency_bound), bytes, rest)
+                (latency_bound, (o.workers, bytes, rest))
             })
-            .collect();
-        k = slope(&points)?;
-        mo = latency(at_volume, k);
+            .partition(|(latency_bound, _)| *latency_bound);
+        let points = |runs: Vec<(bool, (usize, f64, f64))>| -> Vec<(usize, f64, f64)> {
+            runs.into_iter().map(|(_, point)| point).collect()
+        };
+        let fitted = slope(&points(bandwidth_bound)).or_else(|| slope(&points(latency_bound)))?;
+        k = Some(fitted);
+        mo = latency(at_volume, fitted);
     }
+    let k = k?;
     Some(Params {
         tc_ms: first.tc_ms,
         volume_bytes: first.volume_bytes,
@@ -227,5 +236,35 @@ mod tests {
             assert_eq!((p.tc_ms, p.volume_bytes, p.alpha), (100.0, 1e4, 0.5));
             assert!(calibrated(&[], &runs, protocol).is_none());
         }
+    }
+
+    #[test]
+    fn latency_bound_runs_slowed_a_little_do_not_tilt_k() {
+        let protocol = Protocol::Async;
+        let mut runs: Vec<Observed> = Vec::new();
+        for &n in &[2, 4, 6, 8] {
+            for volume in [1e4, 4e4, 1.6e5] {
+                runs.push(modelled(n, volume, protocol, 0.0));
+            }
+        }
+        // From 40 workers on, 10 and 40 KB leave at most 1,000 bytes a worker: latency-bound,
+        // where 0.3 ms more at the larger volume reads as five times the link's `k`.
+        for n in (40..=64).step_by(2) {
+            runs.push(modelled(n, 1e4, protocol, 0.0));
+            let mut slowed = modelled(n, 4e4, protocol, 0.0);
+            slowed.time_ms += 0.3;
+            runs.push(slowed);
+        }
+        let own: Vec<Observed> = runs
+            .iter()
+            .filter(|o| o.volume_bytes == 1e4)
+            .copied()
+            .collect();
+        let p = calibrated(&own, &runs, protocol).unwrap();
+        assert!((p.k_ms_per_byte / 8e-5 - 1.0).abs() < 1e-6, "{p:?}");
+        // Where every run is latency-bound, `k` still comes from them.
+        let latency_bound: Vec<Observed> =
+            runs.iter().filter(|o| o.workers >= 40).copied().collect();
+        assert!(calibrated(&own, &latency_bound, protocol).is_some());
     }
 }

@@ -46,7 +46,7 @@ pub(crate) const PAPER_SCALE: f64 = 0.1;
 
 /// The volumes of the calibration runs, as multiples of the case's: the same chunks, more bytes
 /// per task.
-pub const VOLUMES: [f64; 3] = [1.0, 4.0, 16.0];
+pub const VOLUMES: [f64; 4] = [1.0, 4.0, 16.0, 64.0];
 
 /// `k` is recovered when it lies this close to the link's.
 pub const K_TOLERANCE: f64 = 0.10;
@@ -335,7 +335,7 @@ pub fn verdict(sweeps: &[Sweep], link_k: f64, mpi: &[Sweep]) -> Verdict {
     }
 }
 
-/// `1, 4 and 16`.
+/// `1, 4, 16 and 64`.
 fn volumes_text(volumes: &[f64]) -> String {
     let text: Vec<String> = volumes.iter().map(|v| v.to_string()).collect();
     match text.as_slice() {
@@ -488,10 +488,13 @@ pub fn run(size: Size) -> Result<Section, BenchError> {
          `V` scaled by 1/10{}. The model is calibrated on the runs at even `n`, each made at {} \
          times the case's volume (the same chunks, more bytes per task, so that the bytes of a \
          trip vary apart from the tasks it carries). `k` is read from how the iteration time \
-         grows with the volume at one `n`: the median, over pairs of runs at the same `n` and in \
-         the same regime of (7)/(8), of \
-         the growth of `Tt − Tc/n − λm − start-ups` over that of the bytes the model \
-         multiplies `k` by (`((n−1)·α + 1)·V/n`, or `V/n` when latency-bound). `mo` is half the \
+         grows with the volume at one `n`: the median, over pairs of runs at the same `n` where \
+         bandwidth binds (expression (8)), of the growth of `Tt − Tc/n − λm − start-ups` over \
+         that of the bytes the model multiplies `k` by, `((n−1)·α + 1)·V/n` (latency-bound \
+         runs only where none is bandwidth-bound: between them `V/n`, what (7) multiplies `k` \
+         by, differs so little that a fraction of a millisecond of noise reads as a slope many \
+         times the link's; the largest volume makes the growth at small `n` tens of \
+         milliseconds, well above the few that sleeping tasks' wake-ups vary by). `mo` is half the \
          median of what `k` leaves of the runtime's fitted trips (a chunk and its answer) at \
          the case's volume, `λm` the median of the runtime's measurements there, `Tc` the drawn \
          task time. Within one run every trip has the same bytes, so the runtime alone tells \
@@ -593,11 +596,12 @@ fn mpi_text(mpi: &Result<Vec<Sweep>, String>) -> String {
          the same 2 cores, and a waiting rank spins and yields before it sleeps, so that the \
          ranks' waits compete with the master for the cores and only a few ranks fit: the sweep cannot reach the paper's best `n` (tens of workers), and it \
          scores the model on a link far faster than 100 Mbit/s, where the computation's term \
-         dominates. Calibrated the same way (at 1, 4 and 16 times the volume), `k` is what a \
+         dominates. Calibrated the same way (at {} times the volume), `k` is what a \
          byte adds to the iteration time between processes of one machine: encoding it, Open \
          MPI's copies through shared memory, decoding it, and the ranks' contention for the \
          cores while they do, not a bandwidth of the transport alone.",
-        super::model_mpi::MAX_WORKERS
+        super::model_mpi::MAX_WORKERS,
+        volumes_text(&VOLUMES)
     );
     match mpi {
         Err(why) => format!("{head} Not run: {why}.\n\n"),
