@@ -80,8 +80,8 @@ pub struct Options {
     /// Folder to write BENCHMARKS.md into (created if missing)
     #[arg(short = 'o', long = "out", value_name = "DIR")]
     pub out: PathBuf,
-    /// How big the experiments are: `full` fits a 2-core machine in about half an
-    /// hour, `tiny` runs in seconds (for CI)
+    /// How big the experiments are: `full` fits a 2-core machine in about 40 minutes,
+    /// `tiny` runs in seconds (for CI)
     #[arg(long, value_enum, default_value_t = Size::Full)]
     pub size: Size,
     /// Folder, relative to DIR, for the figures and the raw numbers (results.json)

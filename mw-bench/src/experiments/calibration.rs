@@ -10,8 +10,8 @@
 //! and in one regime is `k`; the median over such pairs (Theil–Sen's line: one run slowed by
 //! other work on the machine does not tilt it), of bandwidth-bound runs wherever there are some,
 //! since between latency-bound ones `V/n` differs too little to tell `k` from noise.
-//! Yalçınkaya and Steihaug estimate latency and bandwidth the same
-//! way, by least squares of measured times against the model. The runtime's own trips would
+//! Yalçınkaya and Steihaug estimate latency and bandwidth the same way, by least squares of
+//! measured times against the model. The runtime's own trips would
 //! not do: under `sync`, once the master's sends outlast a worker's computing, the master takes
 //! the first answers late, and their trips grow with the volume beyond the link's cost (at 10
 //! workers and 2,222 bytes per task, 41 ms where the link charges 26), which no fit of one
