@@ -123,18 +123,22 @@ pub(crate) fn calibrated(
         // sent together while (7) charges `(n+1)·mo`, and the bytes `k` multiplies, `V/n`,
         // differ by little between volumes: a fraction of a millisecond of noise there
         // reads as a slope many times the link's, and such pairs tilt the median upwards.
-        let (latency_bound, bandwidth_bound): (Vec<_>, Vec<_>) = runs
+        let points: Vec<(bool, (usize, f64, f64))> = runs
             .iter()
             .map(|o| {
                 let (bytes, startups, latency_bound) = terms(o, protocol, mo, k);
                 let rest = o.time_ms - o.tc_ms / o.workers.max(1) as f64 - o.lm_ms - startups;
                 (latency_bound, (o.workers, bytes, rest))
             })
-            .partition(|(latency_bound, _)| *latency_bound);
-        let points = |runs: Vec<(bool, (usize, f64, f64))>| -> Vec<(usize, f64, f64)> {
-            runs.into_iter().map(|(_, point)| point).collect()
+            .collect();
+        let regime = |latency_bound: bool| -> Vec<(usize, f64, f64)> {
+            points
+                .iter()
+                .filter(|(bound, _)| *bound == latency_bound)
+                .map(|&(_, point)| point)
+                .collect()
         };
-        let fitted = slope(&points(bandwidth_bound)).or_else(|| slope(&points(latency_bound)))?;
+        let fitted = slope(&regime(false)).or_else(|| slope(&regime(true)))?;
         k = Some(fitted);
         mo = latency(at_volume, fitted);
     }
