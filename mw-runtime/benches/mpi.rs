@@ -12,10 +12,12 @@
 //! Four contenders, all in chunks of one task: the plain hand-written loop, the same loop
 //! pipelined (each worker holds one task ahead), the runtime with `--prefetch 0` and with
 //! `--prefetch 1`. Like is compared with like: `--prefetch 1` with the pipelined loop,
-//! `--prefetch 0` with the plain one.
+//! `--prefetch 0` with the plain one. Part (a) has a fifth: the plain loop doing the least that
+//! any runtime measuring every task must do (the measuring loop), which tells what measuring
+//! costs from what the rest of the engine costs.
 //!
 //! `--rounds N` (15 with `--bench`) and `--tasks N` (100,000 empty tasks) size the runs;
-//! `--contender K` runs only the `K`th contender (0 to 3, in the order above), to profile it
+//! `--contender K` runs only the `K`th contender (0 to 4, in the order above), to profile it
 //! alone (`valgrind --tool=callgrind` on each rank). Each
 //! round runs every contender once, in rotating order; a ratio is the median of the rounds'
 //! ratios, with their least and largest, so a machine whose speed drifts (a VM whose cores move)
@@ -23,6 +25,8 @@
 
 use std::time::{Duration, Instant};
 
+use mw_runtime::codec::{Message, Reader};
+use mw_runtime::mpi::datatype::Equivalence;
 use mw_runtime::mpi::point_to_point::{Destination, Source};
 use mw_runtime::mpi::topology::{Communicator, SimpleCommunicator};
 use mw_runtime::prelude::*;
@@ -81,6 +85,80 @@ fn hand_written(world: &SimpleCommunicator, tasks: &[u64], ahead: usize) -> Dura
     let elapsed = started.elapsed();
     for w in 1..=workers {
         world.process_at_rank(w as i32).send_with_tag(&0u64, STOP);
+    }
+    elapsed
+}
+
+/// The received bytes of `status`'s message in `inbox`.
+fn received<'a>(inbox: &'a [u8], status: &mw_runtime::mpi::point_to_point::Status) -> Reader<'a> {
+    let len = usize::try_from(status.count(u8::equivalent_datatype())).unwrap_or(0);
+    Reader::new(&inbox[..len])
+}
+
+/// A chunk as the measuring loop sends it: its id, its first task's index and the task.
+type MeasuredChunk = (u64, u64, u64);
+/// An answer as the measuring loop sends it: the chunk's id, the result, the busy time in ns,
+/// and the moments of the task times (count, mean, sum of squared deviations).
+type MeasuredAnswer = (u64, u64, u64, (u64, f64, f64));
+
+/// The plain loop doing the least that any runtime measuring every task must do, and nothing
+/// else: chunks and answers encoded with the crate's codec into bytes (buffers reused, as the
+/// runtime reuses them); on the worker a clock read before and after each task, and the busy
+/// time and the task time's moments sent back; on the master a clock read per answer and a
+/// record of each kept for the model. No fault handling, tuning, trace, checkpoints or policy.
+fn measuring(world: &SimpleCommunicator, tasks: &[u64]) -> Duration {
+    let clock = quanta::Clock::new();
+    let mut inbox = vec![0u8; 1024];
+    let mut out = Vec::with_capacity(64);
+    if world.rank() != 0 {
+        let master = world.process_at_rank(0);
+        loop {
+            let status = master.receive_into(&mut inbox[..]);
+            if status.tag() == STOP {
+                return Duration::ZERO;
+            }
+            let (id, _first, task) = MeasuredChunk::decode(&mut received(&inbox, &status))
+                .expect("a chunk from the master");
+            let began = clock.now();
+            spin(Duration::from_micros(task));
+            let busy = clock.now() - began;
+            out.clear();
+            let ms = busy.as_secs_f64() * 1e3;
+            (id, task + 1, busy.as_nanos() as u64, (1u64, ms, 0.0)).encode(&mut out);
+            master.send_with_tag(&out[..], WORK);
+        }
+    }
+    let workers = world.size() - 1;
+    let started = Instant::now();
+    let mut answers: Vec<(u64, u64, quanta::Instant)> = Vec::with_capacity(tasks.len());
+    let mut next = tasks.iter().enumerate();
+    let mut send = |to: i32, out: &mut Vec<u8>| {
+        let Some((i, &task)) = next.next() else {
+            return false;
+        };
+        out.clear();
+        (i as u64, i as u64, task).encode(out);
+        world.process_at_rank(to).send_with_tag(&out[..], WORK);
+        true
+    };
+    let mut outstanding = (1..=workers).filter(|&w| send(w, &mut out)).count();
+    while outstanding > 0 {
+        let status = world.any_process().receive_into(&mut inbox[..]);
+        let at = clock.now();
+        let (id, answer, busy_ns, _moments) =
+            MeasuredAnswer::decode(&mut received(&inbox, &status))
+                .expect("an answer from a worker");
+        assert!(answer > 0);
+        outstanding -= 1;
+        if send(status.source_rank(), &mut out) {
+            outstanding += 1;
+        }
+        answers.push((id, busy_ns, at));
+    }
+    let elapsed = started.elapsed();
+    assert_eq!(answers.len(), tasks.len());
+    for w in 1..=workers {
+        world.process_at_rank(w).send_with_tag(&0u64, STOP);
     }
     elapsed
 }
@@ -202,17 +280,19 @@ fn ratios(ours: &[f64], theirs: &[f64]) -> Spread {
     Spread::of(ours.iter().zip(theirs).map(|(a, b)| a / b).collect())
 }
 
-/// The contenders, in the order of `paired`'s samples.
-const NAMES: [&str; 4] = [
+/// The contenders, in the order of `paired`'s samples (part (b) has no measuring loop).
+const NAMES: [&str; 5] = [
     "plain loop",
     "pipelined loop",
     "runtime --prefetch 0",
     "runtime --prefetch 1",
+    "measuring loop",
 ];
 
 /// Prints one part: each contender's median and range, then the like-for-like ratios (per
-/// round): `--prefetch 1` over the pipelined loop, `--prefetch 0` over the plain loop, and the
-/// runtime with prefetch over itself without.
+/// round): `--prefetch 1` over the pipelined loop, `--prefetch 0` over the plain loop, the
+/// runtime with prefetch over itself without, and, with a measuring loop, it over the plain
+/// loop and `--prefetch 0` over it.
 fn report(part: &str, what: &str, samples: &[Vec<f64>]) {
     if samples.iter().any(Vec::is_empty) {
         for (name, s) in NAMES.iter().zip(samples).filter(|(_, s)| !s.is_empty()) {
@@ -235,6 +315,16 @@ fn report(part: &str, what: &str, samples: &[Vec<f64>]) {
         "{part} ratio prefetch 1 / prefetch 0: {}",
         ratios(&samples[3], &samples[2])
     );
+    if let Some(measuring) = samples.get(4) {
+        println!(
+            "{part} ratio measuring / plain: {}",
+            ratios(measuring, &samples[0])
+        );
+        println!(
+            "{part} ratio prefetch 0 / measuring: {}",
+            ratios(&samples[2], measuring)
+        );
+    }
 }
 
 fn main() {
@@ -266,6 +356,7 @@ fn main() {
                 &mut || tasks_per_s(hand_written(&world.duplicate(), &empty, 1)),
                 &mut || tasks_per_s(runtime(&empty, 0)),
                 &mut || tasks_per_s(runtime(&empty, 1)),
+                &mut || tasks_per_s(measuring(&world.duplicate(), &empty)),
             ],
         );
         if master {

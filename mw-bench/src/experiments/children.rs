@@ -75,6 +75,12 @@ pub struct MpiPart {
     pub like_plain: Option<Spread>,
     /// `--prefetch 1` over `--prefetch 0`.
     pub prefetch_gain: Option<Spread>,
+    /// The plain loop doing the least any runtime measuring every task must do (part (a) only).
+    pub measuring: Option<Spread>,
+    /// The measuring loop over the plain loop: what measuring costs.
+    pub measuring_plain: Option<Spread>,
+    /// `--prefetch 0` over the measuring loop: what the rest of the engine costs.
+    pub like_measuring: Option<Spread>,
 }
 
 /// What the MPI bench reports: (a) empty tasks in chunks of one on one worker rank, tasks/s;
@@ -121,6 +127,9 @@ pub fn parse_mpi(stdout: &str, part: &str) -> MpiPart {
         like_pipelined: find("ratio prefetch 1 / pipelined"),
         like_plain: find("ratio prefetch 0 / plain"),
         prefetch_gain: find("ratio prefetch 1 / prefetch 0"),
+        measuring: find("measuring loop"),
+        measuring_plain: find("ratio measuring / plain"),
+        like_measuring: find("ratio prefetch 0 / measuring"),
     }
 }
 
@@ -390,6 +399,9 @@ mod tests {
             (a) ratio prefetch 1 / pipelined: 0.667 (min 0.640, max 0.700)\n\
             (a) ratio prefetch 0 / plain: 0.923 (min 0.900, max 0.950)\n\
             (a) ratio prefetch 1 / prefetch 0: 1.250 (min 1.200, max 1.300)\n\
+            (a) measuring loop: tasks/s 44000 (min 43000, max 45000)\n\
+            (a) ratio measuring / plain: 0.846 (min 0.800, max 0.900)\n\
+            (a) ratio prefetch 0 / measuring: 1.091 (min 1.000, max 1.200)\n\
             (b) plain loop: efficiency 0.981 (min 0.970, max 0.990)\n";
         let a = parse_mpi(stdout, "(a)");
         let s = |median, min, max| Some(Spread { median, min, max });
@@ -398,9 +410,13 @@ mod tests {
         assert_eq!(a.like_pipelined, s(0.667, 0.64, 0.7));
         assert_eq!(a.like_plain, s(0.923, 0.9, 0.95));
         assert_eq!(a.prefetch_gain, s(1.25, 1.2, 1.3));
+        assert_eq!(a.measuring, s(44000.0, 43000.0, 45000.0));
+        assert_eq!(a.measuring_plain, s(0.846, 0.8, 0.9));
+        assert_eq!(a.like_measuring, s(1.091, 1.0, 1.2));
         let b = parse_mpi(stdout, "(b)");
         assert_eq!(b.plain, s(0.981, 0.97, 0.99));
         assert_eq!(b.pipelined, None);
+        assert_eq!(b.measuring, None);
         assert_eq!(parse_mpi("mpi bench skipped", "(a)").like_plain, None);
     }
 

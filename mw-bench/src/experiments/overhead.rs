@@ -206,7 +206,8 @@ fn trace_row(what: String, off: &[f64], on: &[f64]) -> Row {
 }
 
 /// The MPI bench's like-for-like rows: `--prefetch 1` against the pipelined loop, `--prefetch 0`
-/// against the plain one, for empty tasks (tasks/s) and 1 ms tasks (efficiency).
+/// against the plain one, for empty tasks (tasks/s) and 1 ms tasks (efficiency); where the part
+/// has a measuring loop, it against the plain loop and `--prefetch 0` against it.
 fn mpi_rows(m: &children::MpiNumbers) -> Vec<Row> {
     let mut rows = Vec::new();
     let parts = [
@@ -224,7 +225,7 @@ fn mpi_rows(m: &children::MpiNumbers) -> Vec<Row> {
         ),
     ];
     for (what, part, digits, of) in parts {
-        let pairs = [
+        let mut pairs = vec![
             (
                 "`--prefetch 1` vs the pipelined loop",
                 part.prefetch_1,
@@ -238,6 +239,22 @@ fn mpi_rows(m: &children::MpiNumbers) -> Vec<Row> {
                 part.like_plain,
             ),
         ];
+        if part.measuring.is_some() {
+            pairs.extend([
+                (
+                    "the measuring loop vs the plain loop",
+                    part.measuring,
+                    part.plain,
+                    part.measuring_plain,
+                ),
+                (
+                    "`--prefetch 0` vs the measuring loop",
+                    part.prefetch_0,
+                    part.measuring,
+                    part.like_measuring,
+                ),
+            ]);
+        }
         for (which, ours, theirs, ratio) in pairs {
             rows.push(Row {
                 what: format!("{what}: {which}"),
@@ -503,8 +520,14 @@ pub fn run(size: Size) -> Result<Section, BenchError> {
          contenders in rotating order, all in chunks of one task: a hand-written rsmpi loop \
          (send a task, receive from anyone, send the next to whoever answered), the same loop \
          pipelined (each worker holds one task ahead), and the runtime with `--prefetch 0` and \
-         `--prefetch 1`, each compared with its like. With 2 workers on 2 cores the master \
-         shares a core with them.\n\n{}\n\
+         `--prefetch 1`, each compared with its like. With empty tasks a fifth, the measuring \
+         loop: the plain loop doing the least that any runtime measuring every task must do, \
+         and nothing else (chunks and answers encoded with the runtime's codec, a clock read \
+         before and after each task on the worker and one per answer on the master, a record \
+         of each answer kept for the model). Against the plain loop it gives what measuring \
+         costs; `--prefetch 0` against it, what the rest of the engine costs (fault handling, \
+         the policy, the tuner's probe, the trace and checkpoint hooks). With 2 workers on 2 \
+         cores the master shares a core with them.\n\n{}\n\
          **Prefetch**: the same runtime with one chunk held ahead per worker (`--prefetch 1`, the \
          default) and without (`--prefetch 0`), paired round by round:\n\n{}",
         table.markdown(),
@@ -540,6 +563,14 @@ fn verdict_text(mpi: Option<&children::MpiNumbers>, gains: &[Spread]) -> String 
             r(m.empty.like_pipelined),
             r(m.empty.like_plain)
         ));
+        if m.empty.measuring.is_some() {
+            parts.push(format!(
+                "a hand-written loop that only measures what the runtime measures reaches {} the \
+                 plain loop's, and `--prefetch 0` {} that loop's",
+                r(m.empty.measuring_plain),
+                r(m.empty.like_measuring)
+            ));
+        }
     }
     if let Some(threads) = gains.first() {
         let mut gain = format!(
@@ -560,6 +591,35 @@ fn verdict_text(mpi: Option<&children::MpiNumbers>, gains: &[Spread]) -> String 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_measuring_loop_gets_its_rows_where_the_bench_printed_it() {
+        let stdout = "(a) plain loop: tasks/s 2000 (min 1900, max 2100)\n\
+            (a) runtime --prefetch 0: tasks/s 1000 (min 900, max 1100)\n\
+            (a) ratio prefetch 0 / plain: 0.500 (min 0.450, max 0.550)\n\
+            (a) measuring loop: tasks/s 1600 (min 1500, max 1700)\n\
+            (a) ratio measuring / plain: 0.800 (min 0.750, max 0.850)\n\
+            (a) ratio prefetch 0 / measuring: 0.625 (min 0.600, max 0.650)\n\
+            (b) plain loop: efficiency 0.981 (min 0.970, max 0.990)\n";
+        let m = children::MpiNumbers {
+            empty: children::parse_mpi(stdout, "(a)"),
+            busy: children::parse_mpi(stdout, "(b)"),
+        };
+        let rows = mpi_rows(&m);
+        let names: Vec<&str> = rows.iter().map(|r| r.what.as_str()).collect();
+        assert_eq!(rows.len(), 6, "{names:?}");
+        let measuring = &rows[3];
+        assert!(
+            measuring
+                .what
+                .ends_with("`--prefetch 0` vs the measuring loop")
+        );
+        assert_eq!(measuring.baseline, m.empty.measuring.unwrap().text(0));
+        assert!(measuring.result.starts_with("0.62"), "{}", measuring.result);
+        assert!(!rows[4].what.contains("measuring") && !rows[5].what.contains("measuring"));
+        let verdict = verdict_text(Some(&m), &[]);
+        assert!(verdict.contains("reaches 0.80"), "{verdict}");
+    }
 
     #[test]
     fn the_codec_comparison_round_trips() {
