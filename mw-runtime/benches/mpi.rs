@@ -12,12 +12,12 @@
 //! Four contenders, all in chunks of one task: the plain hand-written loop, the same loop
 //! pipelined (each worker holds one task ahead), the runtime with `--prefetch 0` and with
 //! `--prefetch 1`. Like is compared with like: `--prefetch 1` with the pipelined loop,
-//! `--prefetch 0` with the plain one. Part (a) has a fifth: the plain loop doing the least that
-//! any runtime measuring every task must do (the measuring loop), which tells what measuring
-//! costs from what the rest of the engine costs.
+//! `--prefetch 0` with the plain one. Part (a) has two more: the plain and the pipelined loop
+//! doing the least that any runtime measuring every task must do (the measuring loops), which
+//! tell what measuring costs from what the rest of the engine costs.
 //!
 //! `--rounds N` (15 with `--bench`) and `--tasks N` (100,000 empty tasks) size the runs;
-//! `--contender K` runs only the `K`th contender (0 to 4, in the order above), to profile it
+//! `--contender K` runs only the `K`th contender (0 to 5, in the order above), to profile it
 //! alone (`valgrind --tool=callgrind` on each rank). Each
 //! round runs every contender once, in rotating order; a ratio is the median of the rounds'
 //! ratios, with their least and largest, so a machine whose speed drifts (a VM whose cores move)
@@ -101,12 +101,13 @@ type MeasuredChunk = (u64, u64, u64);
 /// and the moments of the task times (count, mean, sum of squared deviations).
 type MeasuredAnswer = (u64, u64, u64, (u64, f64, f64));
 
-/// The plain loop doing the least that any runtime measuring every task must do, and nothing
-/// else: chunks and answers encoded with the crate's codec into bytes (buffers reused, as the
-/// runtime reuses them); on the worker a clock read before and after each task, and the busy
-/// time and the task time's moments sent back; on the master a clock read per answer and a
-/// record of each kept for the model. No fault handling, tuning, trace, checkpoints or policy.
-fn measuring(world: &SimpleCommunicator, tasks: &[u64]) -> Duration {
+/// The hand-written loop (plain with `ahead` 0, pipelined with 1) doing the least that any
+/// runtime measuring every task must do, and nothing else: chunks and answers encoded with the
+/// crate's codec into bytes (buffers reused, as the runtime reuses them); on the worker a clock
+/// read before and after each task, and the busy time and the task time's moments sent back; on
+/// the master a clock read per answer and a record of each kept for the model. No fault
+/// handling, tuning, trace, checkpoints or policy.
+fn measuring(world: &SimpleCommunicator, tasks: &[u64], ahead: usize) -> Duration {
     let clock = quanta::Clock::new();
     let mut inbox = vec![0u8; 1024];
     let mut out = Vec::with_capacity(64);
@@ -141,7 +142,10 @@ fn measuring(world: &SimpleCommunicator, tasks: &[u64]) -> Duration {
         world.process_at_rank(to).send_with_tag(&out[..], WORK);
         true
     };
-    let mut outstanding = (1..=workers).filter(|&w| send(w, &mut out)).count();
+    let mut outstanding = 0;
+    for _ in 0..=ahead {
+        outstanding += (1..=workers).filter(|&w| send(w, &mut out)).count();
+    }
     while outstanding > 0 {
         let status = world.any_process().receive_into(&mut inbox[..]);
         let at = clock.now();
@@ -280,13 +284,14 @@ fn ratios(ours: &[f64], theirs: &[f64]) -> Spread {
     Spread::of(ours.iter().zip(theirs).map(|(a, b)| a / b).collect())
 }
 
-/// The contenders, in the order of `paired`'s samples (part (b) has no measuring loop).
-const NAMES: [&str; 5] = [
+/// The contenders, in the order of `paired`'s samples (part (b) has no measuring loops).
+const NAMES: [&str; 6] = [
     "plain loop",
     "pipelined loop",
     "runtime --prefetch 0",
     "runtime --prefetch 1",
     "measuring loop",
+    "pipelined measuring loop",
 ];
 
 /// Prints one part: each contender's median and range, then the like-for-like ratios (per
@@ -315,7 +320,7 @@ fn report(part: &str, what: &str, samples: &[Vec<f64>]) {
         "{part} ratio prefetch 1 / prefetch 0: {}",
         ratios(&samples[3], &samples[2])
     );
-    if let Some(measuring) = samples.get(4) {
+    if let [measuring, pipelined] = &samples[4..] {
         println!(
             "{part} ratio measuring / plain: {}",
             ratios(measuring, &samples[0])
@@ -323,6 +328,14 @@ fn report(part: &str, what: &str, samples: &[Vec<f64>]) {
         println!(
             "{part} ratio prefetch 0 / measuring: {}",
             ratios(&samples[2], measuring)
+        );
+        println!(
+            "{part} ratio pipelined measuring / pipelined: {}",
+            ratios(pipelined, &samples[1])
+        );
+        println!(
+            "{part} ratio prefetch 1 / pipelined measuring: {}",
+            ratios(&samples[3], pipelined)
         );
     }
 }
@@ -356,7 +369,8 @@ fn main() {
                 &mut || tasks_per_s(hand_written(&world.duplicate(), &empty, 1)),
                 &mut || tasks_per_s(runtime(&empty, 0)),
                 &mut || tasks_per_s(runtime(&empty, 1)),
-                &mut || tasks_per_s(measuring(&world.duplicate(), &empty)),
+                &mut || tasks_per_s(measuring(&world.duplicate(), &empty, 0)),
+                &mut || tasks_per_s(measuring(&world.duplicate(), &empty, 1)),
             ],
         );
         if master {

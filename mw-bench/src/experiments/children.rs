@@ -81,6 +81,12 @@ pub struct MpiPart {
     pub measuring_plain: Option<Spread>,
     /// `--prefetch 0` over the measuring loop: what the rest of the engine costs.
     pub like_measuring: Option<Spread>,
+    /// The pipelined loop doing the same measuring (part (a) only).
+    pub pipelined_measuring: Option<Spread>,
+    /// The pipelined measuring loop over the pipelined loop.
+    pub pipelined_measuring_ratio: Option<Spread>,
+    /// `--prefetch 1` over the pipelined measuring loop.
+    pub like_pipelined_measuring: Option<Spread>,
 }
 
 /// What the MPI bench reports: (a) empty tasks in chunks of one on one worker rank, tasks/s;
@@ -130,6 +136,9 @@ pub fn parse_mpi(stdout: &str, part: &str) -> MpiPart {
         measuring: find("measuring loop"),
         measuring_plain: find("ratio measuring / plain"),
         like_measuring: find("ratio prefetch 0 / measuring"),
+        pipelined_measuring: find("pipelined measuring loop"),
+        pipelined_measuring_ratio: find("ratio pipelined measuring / pipelined"),
+        like_pipelined_measuring: find("ratio prefetch 1 / pipelined measuring"),
     }
 }
 
@@ -402,6 +411,9 @@ mod tests {
             (a) measuring loop: tasks/s 44000 (min 43000, max 45000)\n\
             (a) ratio measuring / plain: 0.846 (min 0.800, max 0.900)\n\
             (a) ratio prefetch 0 / measuring: 1.091 (min 1.000, max 1.200)\n\
+            (a) pipelined measuring loop: tasks/s 80000 (min 79000, max 81000)\n\
+            (a) ratio pipelined measuring / pipelined: 0.889 (min 0.850, max 0.900)\n\
+            (a) ratio prefetch 1 / pipelined measuring: 0.750 (min 0.700, max 0.800)\n\
             (b) plain loop: efficiency 0.981 (min 0.970, max 0.990)\n";
         let a = parse_mpi(stdout, "(a)");
         let s = |median, min, max| Some(Spread { median, min, max });
@@ -413,10 +425,15 @@ mod tests {
         assert_eq!(a.measuring, s(44000.0, 43000.0, 45000.0));
         assert_eq!(a.measuring_plain, s(0.846, 0.8, 0.9));
         assert_eq!(a.like_measuring, s(1.091, 1.0, 1.2));
+        assert_eq!(a.pipelined, s(90000.0, 85000.0, 91000.0));
+        assert_eq!(a.pipelined_measuring, s(80000.0, 79000.0, 81000.0));
+        assert_eq!(a.pipelined_measuring_ratio, s(0.889, 0.85, 0.9));
+        assert_eq!(a.like_pipelined_measuring, s(0.75, 0.7, 0.8));
         let b = parse_mpi(stdout, "(b)");
         assert_eq!(b.plain, s(0.981, 0.97, 0.99));
         assert_eq!(b.pipelined, None);
         assert_eq!(b.measuring, None);
+        assert_eq!(b.pipelined_measuring, None);
         assert_eq!(parse_mpi("mpi bench skipped", "(a)").like_plain, None);
     }
 

@@ -207,7 +207,7 @@ fn trace_row(what: String, off: &[f64], on: &[f64]) -> Row {
 
 /// The MPI bench's like-for-like rows: `--prefetch 1` against the pipelined loop, `--prefetch 0`
 /// against the plain one, for empty tasks (tasks/s) and 1 ms tasks (efficiency); where the part
-/// has a measuring loop, it against the plain loop and `--prefetch 0` against it.
+/// has measuring loops, each against the loop it measures in, and the runtime against each.
 fn mpi_rows(m: &children::MpiNumbers) -> Vec<Row> {
     let mut rows = Vec::new();
     let parts = [
@@ -252,6 +252,22 @@ fn mpi_rows(m: &children::MpiNumbers) -> Vec<Row> {
                     part.prefetch_0,
                     part.measuring,
                     part.like_measuring,
+                ),
+            ]);
+        }
+        if part.pipelined_measuring.is_some() {
+            pairs.extend([
+                (
+                    "the pipelined measuring loop vs the pipelined loop",
+                    part.pipelined_measuring,
+                    part.pipelined,
+                    part.pipelined_measuring_ratio,
+                ),
+                (
+                    "`--prefetch 1` vs the pipelined measuring loop",
+                    part.prefetch_1,
+                    part.pipelined_measuring,
+                    part.like_pipelined_measuring,
                 ),
             ]);
         }
@@ -520,13 +536,14 @@ pub fn run(size: Size) -> Result<Section, BenchError> {
          contenders in rotating order, all in chunks of one task: a hand-written rsmpi loop \
          (send a task, receive from anyone, send the next to whoever answered), the same loop \
          pipelined (each worker holds one task ahead), and the runtime with `--prefetch 0` and \
-         `--prefetch 1`, each compared with its like. With empty tasks a fifth, the measuring \
-         loop: the plain loop doing the least that any runtime measuring every task must do, \
-         and nothing else (chunks and answers encoded with the runtime's codec, a clock read \
-         before and after each task on the worker and one per answer on the master, a record \
-         of each answer kept for the model). Against the plain loop it gives what measuring \
-         costs; `--prefetch 0` against it, what the rest of the engine costs (fault handling, \
-         the policy, the tuner's probe, the trace and checkpoint hooks). With 2 workers on 2 \
+         `--prefetch 1`, each compared with its like. With empty tasks two more, the measuring \
+         loops: the plain and the pipelined loop doing the least that any runtime measuring \
+         every task must do, and nothing else (chunks and answers encoded with the runtime's \
+         codec, a clock read before and after each task on the worker and one per answer on \
+         the master, a record of each answer kept for the model). Against the loop it measures \
+         in, each gives what measuring costs, and so the most a runtime that measures every \
+         task can reach; the runtime against it, what the rest of the engine costs (fault \
+         handling, the policy, the tuner's probe, the trace and checkpoint hooks). With 2 workers on 2 \
          cores the master shares a core with them.\n\n{}\n\
          **Prefetch**: the same runtime with one chunk held ahead per worker (`--prefetch 1`, the \
          default) and without (`--prefetch 0`), paired round by round:\n\n{}",
@@ -569,6 +586,14 @@ fn verdict_text(mpi: Option<&children::MpiNumbers>, gains: &[Spread]) -> String 
                  plain loop's, and `--prefetch 0` {} that loop's",
                 r(m.empty.measuring_plain),
                 r(m.empty.like_measuring)
+            ));
+        }
+        if m.empty.pipelined_measuring.is_some() {
+            parts.push(format!(
+                "pipelined, the measuring loop reaches {} the pipelined loop's, and \
+                 `--prefetch 1` {} that loop's",
+                r(m.empty.pipelined_measuring_ratio),
+                r(m.empty.like_pipelined_measuring)
             ));
         }
     }
@@ -619,6 +644,45 @@ mod tests {
         assert!(!rows[4].what.contains("measuring") && !rows[5].what.contains("measuring"));
         let verdict = verdict_text(Some(&m), &[]);
         assert!(verdict.contains("reaches 0.80"), "{verdict}");
+        assert!(!verdict.contains("pipelined, the measuring"), "{verdict}");
+    }
+
+    #[test]
+    fn the_pipelined_measuring_loop_gets_its_rows_where_the_bench_printed_it() {
+        let stdout = "(a) pipelined loop: tasks/s 4000 (min 3900, max 4100)\n\
+            (a) runtime --prefetch 1: tasks/s 2000 (min 1900, max 2100)\n\
+            (a) ratio prefetch 1 / pipelined: 0.500 (min 0.450, max 0.550)\n\
+            (a) pipelined measuring loop: tasks/s 3400 (min 3300, max 3500)\n\
+            (a) ratio pipelined measuring / pipelined: 0.850 (min 0.800, max 0.900)\n\
+            (a) ratio prefetch 1 / pipelined measuring: 0.588 (min 0.550, max 0.600)\n";
+        let m = children::MpiNumbers {
+            empty: children::parse_mpi(stdout, "(a)"),
+            busy: children::parse_mpi(stdout, "(b)"),
+        };
+        let rows = mpi_rows(&m);
+        let names: Vec<&str> = rows.iter().map(|r| r.what.as_str()).collect();
+        assert_eq!(rows.len(), 6, "{names:?}");
+        let bound = &rows[2];
+        assert!(
+            bound
+                .what
+                .ends_with("the pipelined measuring loop vs the pipelined loop")
+        );
+        assert_eq!(bound.ours, m.empty.pipelined_measuring.unwrap().text(0));
+        assert_eq!(bound.baseline, m.empty.pipelined.unwrap().text(0));
+        assert!(bound.result.starts_with("0.85"), "{}", bound.result);
+        let runtime = &rows[3];
+        assert!(
+            runtime
+                .what
+                .ends_with("`--prefetch 1` vs the pipelined measuring loop")
+        );
+        assert!(runtime.result.starts_with("0.59"), "{}", runtime.result);
+        let verdict = verdict_text(Some(&m), &[]);
+        assert!(
+            verdict.contains("pipelined, the measuring loop reaches 0.85"),
+            "{verdict}"
+        );
     }
 
     #[test]
