@@ -294,49 +294,32 @@ const NAMES: [&str; 6] = [
     "pipelined measuring loop",
 ];
 
-/// Prints one part: each contender's median and range, then the like-for-like ratios (per
-/// round): `--prefetch 1` over the pipelined loop, `--prefetch 0` over the plain loop, the
-/// runtime with prefetch over itself without, and, with a measuring loop, it over the plain
-/// loop and `--prefetch 0` over it.
+/// The per-round ratios printed, as (name, contender over, contender under), in `NAMES`'
+/// order: like with like, the runtime with prefetch over itself without, and each measuring
+/// loop over the loop it measures in and the runtime over it.
+const RATIOS: [(&str, usize, usize); 7] = [
+    ("prefetch 1 / pipelined", 3, 1),
+    ("prefetch 0 / plain", 2, 0),
+    ("prefetch 1 / prefetch 0", 3, 2),
+    ("measuring / plain", 4, 0),
+    ("prefetch 0 / measuring", 2, 4),
+    ("pipelined measuring / pipelined", 5, 1),
+    ("prefetch 1 / pipelined measuring", 3, 5),
+];
+
+/// Prints one part: each contender's median and range, then the ratios of [`RATIOS`] between
+/// the contenders it ran.
 fn report(part: &str, what: &str, samples: &[Vec<f64>]) {
-    if samples.iter().any(Vec::is_empty) {
-        for (name, s) in NAMES.iter().zip(samples).filter(|(_, s)| !s.is_empty()) {
-            println!("{part} {name}: {what} {}", Spread::of(s.clone()));
-        }
-        return;
-    }
-    for (name, s) in NAMES.iter().zip(samples) {
+    for (name, s) in NAMES.iter().zip(samples).filter(|(_, s)| !s.is_empty()) {
         println!("{part} {name}: {what} {}", Spread::of(s.clone()));
     }
-    println!(
-        "{part} ratio prefetch 1 / pipelined: {}",
-        ratios(&samples[3], &samples[1])
-    );
-    println!(
-        "{part} ratio prefetch 0 / plain: {}",
-        ratios(&samples[2], &samples[0])
-    );
-    println!(
-        "{part} ratio prefetch 1 / prefetch 0: {}",
-        ratios(&samples[3], &samples[2])
-    );
-    if let [measuring, pipelined] = &samples[4..] {
-        println!(
-            "{part} ratio measuring / plain: {}",
-            ratios(measuring, &samples[0])
-        );
-        println!(
-            "{part} ratio prefetch 0 / measuring: {}",
-            ratios(&samples[2], measuring)
-        );
-        println!(
-            "{part} ratio pipelined measuring / pipelined: {}",
-            ratios(pipelined, &samples[1])
-        );
-        println!(
-            "{part} ratio prefetch 1 / pipelined measuring: {}",
-            ratios(&samples[3], pipelined)
-        );
+    if samples.iter().any(Vec::is_empty) {
+        return;
+    }
+    for (name, over, under) in RATIOS {
+        if let (Some(over), Some(under)) = (samples.get(over), samples.get(under)) {
+            println!("{part} ratio {name}: {}", ratios(over, under));
+        }
     }
 }
 

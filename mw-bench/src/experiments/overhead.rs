@@ -617,6 +617,16 @@ fn verdict_text(mpi: Option<&children::MpiNumbers>, gains: &[Spread]) -> String 
 mod tests {
     use super::*;
 
+    /// The MPI bench's output read as mw-bench reads it, and the rows made from it.
+    fn numbers_and_rows(stdout: &str) -> (children::MpiNumbers, Vec<Row>) {
+        let m = children::MpiNumbers {
+            empty: children::parse_mpi(stdout, "(a)"),
+            busy: children::parse_mpi(stdout, "(b)"),
+        };
+        let rows = mpi_rows(&m);
+        (m, rows)
+    }
+
     #[test]
     fn the_measuring_loop_gets_its_rows_where_the_bench_printed_it() {
         let stdout = "(a) plain loop: tasks/s 2000 (min 1900, max 2100)\n\
@@ -626,11 +636,7 @@ mod tests {
             (a) ratio measuring / plain: 0.800 (min 0.750, max 0.850)\n\
             (a) ratio prefetch 0 / measuring: 0.625 (min 0.600, max 0.650)\n\
             (b) plain loop: efficiency 0.981 (min 0.970, max 0.990)\n";
-        let m = children::MpiNumbers {
-            empty: children::parse_mpi(stdout, "(a)"),
-            busy: children::parse_mpi(stdout, "(b)"),
-        };
-        let rows = mpi_rows(&m);
+        let (m, rows) = numbers_and_rows(stdout);
         let names: Vec<&str> = rows.iter().map(|r| r.what.as_str()).collect();
         assert_eq!(rows.len(), 6, "{names:?}");
         let measuring = &rows[3];
@@ -655,11 +661,7 @@ mod tests {
             (a) pipelined measuring loop: tasks/s 3400 (min 3300, max 3500)\n\
             (a) ratio pipelined measuring / pipelined: 0.850 (min 0.800, max 0.900)\n\
             (a) ratio prefetch 1 / pipelined measuring: 0.588 (min 0.550, max 0.600)\n";
-        let m = children::MpiNumbers {
-            empty: children::parse_mpi(stdout, "(a)"),
-            busy: children::parse_mpi(stdout, "(b)"),
-        };
-        let rows = mpi_rows(&m);
+        let (m, rows) = numbers_and_rows(stdout);
         let names: Vec<&str> = rows.iter().map(|r| r.what.as_str()).collect();
         assert_eq!(rows.len(), 6, "{names:?}");
         let bound = &rows[2];
