@@ -18,11 +18,12 @@ pub(super) const FOLLOWS: Tag = 1 << 8;
 /// The longest message sent whole; the receive buffer each process keeps has this size.
 pub(super) const INLINE: usize = 64 * 1024;
 
-/// The longest message sent with a blocking `MPI_Send` under `async`. Open MPI sends a message
-/// up to its transport's eager limit (4 KiB on shared memory, 64 KiB on TCP, header included)
-/// by copying it out, and `MPI_Send` then returns without waiting for the receiver; this stays
-/// well inside the smallest of those limits. A longer message goes nonblocking: sent in
-/// rendezvous, it would hold the sender until the receiver takes it.
+/// The longest message whose send is expected to complete as soon as it is posted under
+/// `async`. Open MPI sends a message up to its transport's eager limit (4 KiB on shared memory,
+/// 64 KiB on TCP, header included) by copying it out; this stays well inside the smallest of
+/// those limits. Such a send is tested once right after it is posted and its buffer is reused
+/// at once; when it is not complete (the peer stopped reading and the transport's queue to it
+/// is full) it is kept with the sends in progress like a long one, so no send ever waits.
 pub(super) const EAGER: usize = 2 * 1024;
 
 /// A run's two communicators.
@@ -81,12 +82,15 @@ impl Endpoint {
 /// `Ok(None)` when it said to stop.
 pub(super) fn receive(
     comms: &Comms,
-    inbox: &mut [u8],
+    inbox: &mut Vec<u8>,
     from: Option<Rank>,
     mut keep_waiting: impl FnMut(Option<Rank>) -> bool,
 ) -> Result<Option<Incoming>> {
     let failed = |code| Error::backend(format!("MPI failed a receive (error code {code})"));
-    let status = match posted::receive(&comms.inline, from, None, inbox, || keep_waiting(None)) {
+    let whole = 0..inbox.len();
+    let status = match posted::receive(&comms.inline, from, None, inbox, whole, || {
+        keep_waiting(None)
+    }) {
         Received::Message(status) => status,
         Received::GaveUp => return Ok(None),
         Received::Failed(code) => return Err(failed(code)),
@@ -106,8 +110,7 @@ pub(super) fn receive(
     let mut body = vec![0u8; total];
     for range in parts::parts(total, PART) {
         let expected = range.len();
-        let into = &mut body[range];
-        match posted::receive(&comms.bulk, Some(rank), Some(tag), into, || {
+        match posted::receive(&comms.bulk, Some(rank), Some(tag), &mut body, range, || {
             keep_waiting(Some(rank))
         }) {
             Received::Message(status)
@@ -126,9 +129,10 @@ pub(super) fn receive(
 }
 
 /// Posts `bytes` to `rank`: whole, or their announcement (written into `header`) and their
-/// parts; `synchronous` sends complete only once the receiver has them. A short message that
-/// need not be synchronous ([`EAGER`]) is sent at once and its bytes handed back, for the next
-/// message; otherwise `None`, the bytes held by the sends in `posted` until they complete.
+/// parts; `synchronous` sends complete only once the receiver has them. The bytes of a short
+/// message that need not be synchronous ([`EAGER`]) and was sent at once are handed back, for
+/// the next message; otherwise `None`, the bytes held by the sends in `posted` until they
+/// complete.
 #[must_use = "the bytes of a message sent at once are handed back for reuse"]
 pub(super) fn post_message(
     comms: &Comms,
@@ -141,10 +145,13 @@ pub(super) fn post_message(
 ) -> Option<Outgoing> {
     let len = bytes.bytes().len();
     if !synchronous && len <= EAGER {
-        // A refusal means the peer is gone: the message is dropped, as an `MPI_Isend` MPI
-        // refuses is complete at once.
-        posted::send_now(&comms.inline, rank, tag, bytes.bytes());
-        return Some(bytes);
+        // A send MPI refuses (its peer is gone) is complete at once: the message is dropped.
+        let mut send = Posted::send(&comms.inline, rank, tag, bytes, 0..len, false);
+        if send.test() {
+            return Some(send.finish());
+        }
+        posted.extend([send]);
+        return None;
     }
     if len <= INLINE {
         let whole = Posted::send(&comms.inline, rank, tag, bytes, 0..len, synchronous);

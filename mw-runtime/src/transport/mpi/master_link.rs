@@ -34,6 +34,8 @@ const SPARE_TASKS: usize = 4096;
 const SPARE_RESULTS: usize = 64;
 /// Sends in progress past which the master tests every one of them, not only the oldest.
 const TEST_ALL: usize = 64;
+/// How long a synchronous send holds the master, at most.
+const SETTLE_WAIT: Duration = Duration::from_secs(1);
 
 /// What the master knows of workers that are gone.
 struct Gone {
@@ -189,17 +191,22 @@ impl<T, S, R> MpiMaster<T, S, R> {
         }
     }
 
-    /// Waits until every send is complete, or `worker`, which they go to, is found dead.
+    /// Waits until every send is complete, or `worker`, which they go to, is found dead, or
+    /// [`SETTLE_WAIT`] has passed: a worker that stopped (SIGSTOP, a hang between messages)
+    /// keeps its lifeline, so only the engine's liveness timeout gives it up, and the master
+    /// must be back in the engine for that. A send not complete then goes on in the background.
     fn settle(&mut self, worker: usize) {
         let mut backoff = Backoff::new(Duration::from_millis(1), Duration::from_millis(1));
         let mut tests = 0u32;
+        let mut since: Option<Instant> = None;
         while !self.sent(worker) {
             backoff.wait();
             tests = tests.wrapping_add(1);
             if tests % CHECK_EVERY == 0 || backoff.sleeping() {
                 let spawner = &mut self.spawner;
                 self.gone.look(&self.end.comms, &mut self.posted, spawner);
-                if self.gone.gone[worker] {
+                let now = Instant::now();
+                if self.gone.gone[worker] || now - *since.get_or_insert(now) > SETTLE_WAIT {
                     break;
                 }
             }

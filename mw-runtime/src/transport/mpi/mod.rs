@@ -1,16 +1,18 @@
 //! The MPI backend: rank 0 is the master, ranks `1..P` the workers; messages are the codec's bytes.
 //!
 //! `sync` sends with `MPI_Issend` and waits for each send to complete before the next, as
-//! `MPI_Ssend` would. `async` sends a message of up to [`EAGER`](framing::EAGER) bytes (2 KiB,
-//! well under Open MPI's eager limits) with a blocking `MPI_Send`, which copies it out and
-//! returns at once whether or not the receiver is waiting: no request to test or buffer to hold.
-//! It posts a longer one with `MPI_Isend` and goes on; those sends finish in the background
-//! while the master waits for answers, and their buffers are reused once MPI is done with them
-//! ([`posted`]) — so the model's two branches describe what really happens, and a chunk
-//! prefetched to a busy worker never holds the master. An eager send cannot hang on a dead
-//! rank either: it completes locally (into shared memory or the socket's buffer), and a dead
-//! worker is sent at most a few messages (the chunks it holds ahead) before its lifeline gives
-//! it up; a dead master is sent at most one answer before the worker waits for it.
+//! `MPI_Ssend` would, for at most a second (a stopped worker keeps its lifeline open; the
+//! engine's liveness timeout gives it up). `async` posts every message with `MPI_Isend` and goes
+//! on. A message of up to [`EAGER`](framing::EAGER) bytes (2 KiB, well under Open MPI's eager
+//! limits) is copied out at once, so its send is complete when first tested, right after it is
+//! posted, and its buffer is reused for the next message; one that is not (its peer stopped
+//! reading and the transport's queue to it filled up) is kept with the longer sends, which
+//! finish in the background while the master waits for answers, their buffers reused once MPI
+//! is done with them ([`posted`]) — so the model's two branches describe what really happens,
+//! and a chunk prefetched to a busy, stopped or dead worker never holds the master. No call
+//! waits without a bound: a send still in progress when its link is dropped is left to MPI
+//! after two seconds, and a cancelled receive that had matched a message whose sender died
+//! half-way after one (its buffer is then MPI's for good, and leaked).
 //!
 //! Nobody waits in a blocking receive: Open MPI's busy-polls a core, which would steal it from the
 //! workers on an oversubscribed node. A waiting process posts a receive (`MPI_Irecv`) into a

@@ -15,6 +15,7 @@
 
 use std::ops::Range;
 use std::os::raw::c_int;
+use std::time::{Duration, Instant};
 
 use mpi::Tag;
 use mpi::datatype::Equivalence;
@@ -24,6 +25,14 @@ use mpi::raw::AsRaw;
 use mpi::topology::{Rank, SimpleCommunicator};
 
 use super::framing::Outgoing;
+
+/// How long a send still in progress when it is dropped is waited for.
+const DROP_WAIT: Duration = Duration::from_secs(2);
+
+/// How long a cancelled receive may take to end. One that had already matched a message whose
+/// sender died half-way through it never ends (Open MPI 4.1 over shared memory, several ranks
+/// killed at once): its buffer is then MPI's for good.
+const CANCEL_WAIT: Duration = Duration::from_secs(1);
 
 /// Makes calls on `comm` return their errors instead of aborting the job, so that a peer that
 /// died cannot take this process with it.
@@ -115,7 +124,7 @@ impl Posted {
         done != 0
     }
 
-    /// Waits until the send is complete and hands the bytes back.
+    /// Waits until the send is complete (for at most [`DROP_WAIT`]) and hands the bytes back.
     pub(super) fn finish(mut self) -> Outgoing {
         self.wait();
         std::mem::replace(&mut self.bytes, Outgoing::Own(Vec::new()))
@@ -128,12 +137,19 @@ impl Posted {
         std::mem::forget(self);
     }
 
+    /// Waits for the send to complete, for at most [`DROP_WAIT`]; a send still in progress
+    /// then keeps its bytes for good (they are leaked, never freed under MPI).
     fn wait(&mut self) {
-        if !self.is_complete() {
-            // SAFETY: as in `test`.
-            unsafe {
-                ffi::MPI_Wait(&mut self.request, ffi::RSMPI_STATUS_IGNORE);
+        let started = Instant::now();
+        while !self.test() {
+            if started.elapsed() > DROP_WAIT {
+                std::mem::forget(std::mem::replace(
+                    &mut self.bytes,
+                    Outgoing::Own(Vec::new()),
+                ));
+                return;
             }
+            std::thread::yield_now();
         }
     }
 
@@ -146,34 +162,12 @@ impl Posted {
 impl Drop for Posted {
     /// Waits for the send: its bytes must outlive MPI's use of them. The master's link is
     /// dropped before MPI is finalized, every send it posts is received (workers take every
-    /// message sent to them, `Stop` last), and sends to workers given up on are abandoned, so
-    /// this returns.
+    /// message sent to them, `Stop` last), and sends to workers given up on are abandoned; a
+    /// send to a peer that stopped reading without being given up on (stopped, or lost at the
+    /// very end) is left to MPI with its bytes after [`DROP_WAIT`], so a drop never hangs.
     fn drop(&mut self) {
         self.wait();
     }
-}
-
-/// Sends `data` to `rank` on `comm` with a blocking `MPI_Send`, for a message short enough
-/// ([`EAGER`](super::framing::EAGER)) that Open MPI copies it out eagerly and returns at once,
-/// whether or not the receiver is there to take it: no request to test and reap. `false` when
-/// MPI refused it (its peer is gone).
-pub(super) fn send_now(comm: &SimpleCommunicator, rank: Rank, tag: Tag, data: &[u8]) -> bool {
-    let Ok(count) = c_int::try_from(data.len()) else {
-        return false;
-    };
-    // SAFETY: `data` is `count` initialized bytes, borrowed until the call returns, after which
-    // MPI no longer reads them.
-    let code = unsafe {
-        ffi::MPI_Send(
-            data.as_ptr().cast(),
-            count,
-            u8::equivalent_datatype().as_raw(),
-            rank,
-            tag,
-            comm.as_raw(),
-        )
-    };
-    code == 0
 }
 
 /// How a receive ended.
@@ -186,16 +180,21 @@ pub(super) enum Received {
     Failed(c_int),
 }
 
-/// Posts a receive into `into` from `source` (any rank when `None`) with `tag` (any when `None`)
-/// on `comm`, and tests it until a message came or `keep_waiting` says to stop (it also does the
-/// waiting between tests); a receive given up is cancelled.
+/// Posts a receive into `buffer[range]` from `source` (any rank when `None`) with `tag` (any
+/// when `None`) on `comm`, and tests it until a message came or `keep_waiting` says to stop (it
+/// also does the waiting between tests); a receive given up is cancelled. A cancel that does
+/// not take within [`CANCEL_WAIT`] (the receive matched a message whose sender died in the
+/// middle of it) leaves `buffer` to MPI for good: it is leaked and replaced by a zeroed one of
+/// the same length, and the receive counts as given up.
 pub(super) fn receive(
     comm: &SimpleCommunicator,
     source: Option<Rank>,
     tag: Option<Tag>,
-    into: &mut [u8],
+    buffer: &mut Vec<u8>,
+    range: Range<usize>,
     mut keep_waiting: impl FnMut() -> bool,
 ) -> Received {
+    let into = &mut buffer[range];
     let Ok(count) = c_int::try_from(into.len()) else {
         return Received::Failed(-1);
     };
@@ -208,8 +207,9 @@ pub(super) fn receive(
             ffi::RSMPI_ANY_TAG,
         )
     };
-    // SAFETY: `into` is `count` writable bytes, borrowed mutably until this function returns,
-    // and the request is complete (received, or cancelled and waited for) before it does.
+    // SAFETY: `into` is `count` writable bytes of `buffer`, borrowed mutably until this function
+    // returns; the request is complete (received, or cancelled and waited for) before it does,
+    // or else `buffer`'s allocation is leaked, never to be freed or touched again.
     let code = unsafe {
         ffi::MPI_Irecv(
             into.as_mut_ptr().cast(),
@@ -235,19 +235,36 @@ pub(super) fn receive(
             return Received::Message(Status::from_raw(status));
         }
         if !keep_waiting() {
-            let mut cancelled: c_int = 0;
-            // SAFETY: cancels the live receive, then waits for it to end either way (cancelled,
-            // or completed before the cancel took) and asks which.
+            // SAFETY: cancels the live receive.
             unsafe {
                 ffi::MPI_Cancel(&mut request);
-                ffi::MPI_Wait(&mut request, &mut status);
-                ffi::MPI_Test_cancelled(&status, &mut cancelled);
             }
-            return if cancelled != 0 {
-                Received::GaveUp
-            } else {
-                Received::Message(Status::from_raw(status))
-            };
+            let started = Instant::now();
+            loop {
+                // SAFETY: tests the cancelled receive until it ends either way (cancelled, or
+                // completed before the cancel took), then asks which.
+                unsafe {
+                    ffi::MPI_Test(&mut request, &mut done, &mut status);
+                }
+                if done != 0 {
+                    let mut cancelled: c_int = 0;
+                    // SAFETY: `status` was filled in by the completed test.
+                    unsafe {
+                        ffi::MPI_Test_cancelled(&status, &mut cancelled);
+                    }
+                    return if cancelled != 0 {
+                        Received::GaveUp
+                    } else {
+                        Received::Message(Status::from_raw(status))
+                    };
+                }
+                if started.elapsed() > CANCEL_WAIT {
+                    let fresh = vec![0u8; buffer.len()];
+                    std::mem::forget(std::mem::replace(buffer, fresh));
+                    return Received::GaveUp;
+                }
+                std::thread::yield_now();
+            }
         }
     }
 }

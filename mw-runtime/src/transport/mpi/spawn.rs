@@ -184,7 +184,7 @@ impl Spawner {
     /// Makes sure `worker` has a process before the engine gives it work: spawns one into a
     /// vacant slot, waiting first for the `Finished` of one being released. `Err` says why it
     /// has none (it is then out for good).
-    pub(super) fn ensure(&mut self, worker: usize, inbox: &mut [u8]) -> Result<(), String> {
+    pub(super) fn ensure(&mut self, worker: usize, inbox: &mut Vec<u8>) -> Result<(), String> {
         if matches!(self.slot(worker), Some(Slot::Stopping { .. })) {
             self.await_release(worker, inbox);
         }
@@ -238,7 +238,7 @@ impl Spawner {
     }
 
     /// Waits for the `Ready` of `worker`, just spawned: `Err` says why it failed to start.
-    fn await_ready(&mut self, worker: usize, inbox: &mut [u8]) -> Result<(), String> {
+    fn await_ready(&mut self, worker: usize, inbox: &mut Vec<u8>) -> Result<(), String> {
         let Some(spawned) = self.spawned(worker) else {
             return Err("it has no process".to_owned());
         };
@@ -398,7 +398,7 @@ impl Spawner {
     /// process ended (`ended`) in the middle of a long message: the lifelines report it lost.
     pub(super) fn take(
         &mut self,
-        inbox: &mut [u8],
+        inbox: &mut Vec<u8>,
         mut ended: impl FnMut(usize) -> bool,
     ) -> crate::error::Result<Option<Taken>> {
         let found = (0..self.slots.len()).find(|&i| match &self.slots[i] {
@@ -471,7 +471,7 @@ impl Spawner {
     }
 
     /// Waits for the `Finished` of `worker`, being released, and disconnects it.
-    fn await_release(&mut self, worker: usize, inbox: &mut [u8]) {
+    fn await_release(&mut self, worker: usize, inbox: &mut Vec<u8>) {
         let deadline = Instant::now() + HANDSHAKE;
         while matches!(self.slot(worker), Some(Slot::Stopping { .. })) {
             if Instant::now() > deadline {
@@ -680,10 +680,10 @@ fn error_string(code: c_int) -> String {
 
 /// The master's side of the handshake: the worker's node and process id.
 fn handshake(merged: &SimpleCommunicator) -> Result<Place, String> {
-    let mut bytes = [0u8; NAME + 4];
+    let mut bytes = vec![0u8; NAME + 4];
     let deadline = Instant::now() + HANDSHAKE;
     let mut backoff = Backoff::new(Duration::from_millis(1), Duration::from_millis(1));
-    match posted::receive(merged, Some(1), None, &mut bytes, || {
+    match posted::receive(merged, Some(1), None, &mut bytes, 0..NAME + 4, || {
         backoff.wait();
         Instant::now() < deadline
     }) {
