@@ -84,7 +84,7 @@ where
         );
     }
     let layout = layout::gather(&world, pool - launched);
-    let lifelines = lifeline::connect(&world, pool);
+    let lifelines = lifeline::connect(&world, pool, pool - launched);
     if rank == 0 {
         if let Some(max) = config.max_workers.filter(|&m| m < launched) {
             eprintln!(
@@ -92,8 +92,8 @@ where
                  which all take part in the pool"
             );
         }
-        let address = lifelines.as_ref().and_then(|l| l.address());
-        let spawner = Spawner::new(launched, pool, address);
+        let contact = lifelines.as_ref().map(|l| l.contact().encode());
+        let spawner = Spawner::new(launched, pool, contact);
         let mut link = MpiMaster::new(world, config.protocol, layout, lifelines, spawner);
         // Unless told otherwise, a pool that can grow and whose `nworkers` is tuned starts with
         // the ranks already paid for, and the tuner spawns more when it wants them.
@@ -155,15 +155,7 @@ fn serve_spawned<W: crate::app::Worker>(
         finalize(universe, false);
         return;
     };
-    let me = mpi::environment::processor_name().unwrap_or_default();
-    let host = if joining.host == me {
-        "127.0.0.1"
-    } else {
-        &joining.host
-    };
-    if joining.port != 0 {
-        lifeline::join(host, joining.port, joining.index as u32 + 1);
-    }
+    lifeline::join_spawned(&joining.contact, joining.index as u32 + 1);
     let setup = crate::app::WorkerSetup {
         index: joining.index,
         pool: joining.pool,

@@ -10,31 +10,235 @@
 //!
 //! The same connection tells a waiting worker that the master died, so that it leaves instead
 //! of waiting forever.
+//!
+//! Only the run's own workers can hold a lifeline. The master makes a secret for the run and
+//! hands it to the workers over MPI (a broadcast, or a spawned worker's private environment);
+//! a connection must present it with its rank within [`HELLO`] or it is closed, and a worker's
+//! lifeline, once held, is never displaced by another connection. The master listens only where
+//! its workers reach it: on the loopback address for the workers of its own node, and for each
+//! other node on the address of its own that shares a subnet with that node (else the one the
+//! kernel would send from to reach it), never on every address at once. Nodes are told apart by
+//! the kernel's boot id and the network namespace, not by host name: nodes that share a name,
+//! or have no name service, still find the master.
 
 use std::io::{self, Read, Write};
-use std::net::{Ipv4Addr, TcpListener, TcpStream, ToSocketAddrs};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpListener, TcpStream, UdpSocket};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use mpi::topology::{Communicator, SimpleCommunicator};
 use mpi::traits::Root;
 
-/// Bytes of the master's node name sent to the workers.
-const NAME: usize = 256;
-/// How long a worker tries to reach the master's address.
+/// How long a worker tries to reach the master at one address.
 const CONNECT: Duration = Duration::from_secs(2);
+/// How long a connection has to present its rank and the run's secret before it is closed.
+pub(super) const HELLO: Duration = Duration::from_secs(1);
 /// Looks at the connections at most this often.
 const LOOK_EVERY: Duration = Duration::from_millis(10);
+/// Bytes of the run's secret.
+const SECRET: usize = 16;
+/// What a worker sends first: its rank (little-endian `u32`), then the secret.
+const GREETING: usize = 4 + SECRET;
+/// Addresses of a node's interfaces told, at most.
+const ADDRESSES: usize = 8;
+/// Bytes of a node's identity.
+const NODE: usize = 64;
+/// An address on the wire: its family (4 or 6; 0 for none), prefix length, 16 bytes of address
+/// (an IPv4 one in the first 4) and a port.
+const ADDRESS: usize = 20;
+/// A rank's report: its node, then its interfaces' addresses.
+const REPORT: usize = NODE + ADDRESSES * ADDRESS;
+/// Addresses the master listens on, at most: the loopback one and one per interface.
+const ENDPOINTS: usize = ADDRESSES + 1;
+/// The master's answer, before each rank's pick: the secret, then the endpoints.
+const ANSWER: usize = SECRET + ENDPOINTS * ADDRESS;
+/// A rank's pick that has no endpoint: it holds no lifeline.
+const NONE: u8 = u8::MAX;
 
 /// A worker's end, kept open until its process ends (closing it would tell the master the
 /// worker died), or until the next run replaces it.
 static KEPT: Mutex<Option<TcpStream>> = Mutex::new(None);
 
-/// The master's side: the listener, and each worker's connection once it said who it is.
+/// An address of an interface, or an endpoint (then `prefix` is unused and `port` set).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Address {
+    ip: IpAddr,
+    prefix: u8,
+    port: u16,
+}
+
+impl Address {
+    fn write(self, into: &mut [u8]) {
+        match self.ip {
+            IpAddr::V4(ip) => {
+                into[0] = 4;
+                into[2..6].copy_from_slice(&ip.octets());
+            }
+            IpAddr::V6(ip) => {
+                into[0] = 6;
+                into[2..18].copy_from_slice(&ip.octets());
+            }
+        }
+        into[1] = self.prefix;
+        into[18..20].copy_from_slice(&self.port.to_le_bytes());
+    }
+
+    fn read(from: &[u8]) -> Option<Address> {
+        let ip = match from[0] {
+            4 => IpAddr::V4(Ipv4Addr::new(from[2], from[3], from[4], from[5])),
+            6 => IpAddr::V6(Ipv6Addr::from(<[u8; 16]>::try_from(&from[2..18]).ok()?)),
+            _ => return None,
+        };
+        Some(Address {
+            ip,
+            prefix: from[1],
+            port: u16::from_le_bytes([from[18], from[19]]),
+        })
+    }
+
+    /// Whether `other` is in this address's subnet.
+    fn shares_subnet(self, other: IpAddr) -> bool {
+        let (mine, theirs, bits) = match (self.ip, other) {
+            (IpAddr::V4(a), IpAddr::V4(b)) => (
+                u128::from(a.to_bits()) << 96,
+                u128::from(b.to_bits()) << 96,
+                self.prefix.min(32),
+            ),
+            (IpAddr::V6(a), IpAddr::V6(b)) => (a.to_bits(), b.to_bits(), self.prefix.min(128)),
+            _ => return false,
+        };
+        let mask = u128::MAX.checked_shl(128 - u32::from(bits)).unwrap_or(0);
+        bits > 0 && mine & mask == theirs & mask
+    }
+}
+
+/// This node's identity: the kernel's boot id and this process's network namespace where the
+/// system tells them (two processes with the same identity reach each other on the loopback
+/// address), else the node's name.
+fn node_identity() -> [u8; NODE] {
+    let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").unwrap_or_default();
+    let network = std::fs::read_link("/proc/self/ns/net").unwrap_or_default();
+    let identity = match boot.trim() {
+        "" => mpi::environment::processor_name().unwrap_or_default(),
+        boot => format!("{boot}/{}", network.display()),
+    };
+    let mut bytes = [0u8; NODE];
+    let len = identity.len().min(NODE);
+    bytes[..len].copy_from_slice(&identity.as_bytes()[..len]);
+    bytes
+}
+
+/// The addresses of this node's interfaces that are up, loopback left out (IPv4 first).
+fn interfaces() -> Vec<Address> {
+    let mut addresses: Vec<Address> = if_addrs::get_if_addrs()
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|i| !i.is_loopback() && !i.is_link_local())
+        .map(|i| {
+            let prefix = match &i.addr {
+                if_addrs::IfAddr::V4(v4) => v4.prefixlen,
+                if_addrs::IfAddr::V6(v6) => v6.prefixlen,
+            };
+            Address {
+                ip: i.ip(),
+                prefix,
+                port: 0,
+            }
+        })
+        .collect();
+    addresses.sort_by_key(|a| a.ip.is_ipv6());
+    addresses.truncate(ADDRESSES);
+    addresses
+}
+
+/// The address of the master's own, among `mine`, that a node with the addresses `theirs`
+/// reaches it on: one in a subnet they share, else the one the kernel would send from to reach
+/// the node's first address (a UDP socket is bound and connected, nothing is sent).
+fn facing(mine: &[Address], theirs: &[Address]) -> Option<IpAddr> {
+    let shared = theirs
+        .iter()
+        .find_map(|t| mine.iter().find(|m| m.shares_subnet(t.ip)).map(|m| m.ip));
+    shared.or_else(|| {
+        let target = theirs.first()?.ip;
+        let unspecified: IpAddr = match target {
+            IpAddr::V4(_) => Ipv4Addr::UNSPECIFIED.into(),
+            IpAddr::V6(_) => Ipv6Addr::UNSPECIFIED.into(),
+        };
+        let socket = UdpSocket::bind((unspecified, 0)).ok()?;
+        socket.connect((target, 9)).ok()?;
+        Some(socket.local_addr().ok()?.ip())
+    })
+}
+
+/// What a worker needs to reach the master: the run's secret, the master's node and where it
+/// listens. Handed to spawned workers in their environment as `SECRET/NODE/ENDPOINTS` (hex,
+/// hex, comma-separated socket addresses).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Contact {
+    secret: [u8; SECRET],
+    node: [u8; NODE],
+    endpoints: Vec<SocketAddr>,
+}
+
+impl Contact {
+    pub(super) fn encode(&self) -> String {
+        let endpoints: Vec<String> = self.endpoints.iter().map(ToString::to_string).collect();
+        format!(
+            "{}/{}/{}",
+            hex(&self.secret),
+            hex(&self.node),
+            endpoints.join(",")
+        )
+    }
+
+    pub(super) fn decode(text: &str) -> Option<Contact> {
+        let mut fields = text.splitn(3, '/');
+        let secret = unhex(fields.next()?)?.try_into().ok()?;
+        let node = unhex(fields.next()?)?.try_into().ok()?;
+        let endpoints = fields
+            .next()?
+            .split(',')
+            .filter(|e| !e.is_empty())
+            .map(|e| e.parse().ok())
+            .collect::<Option<_>>()?;
+        Some(Contact {
+            secret,
+            node,
+            endpoints,
+        })
+    }
+
+    /// The endpoints a worker of the node `node` tries, in order: the loopback ones on the
+    /// master's node, the others elsewhere.
+    fn for_node(&self, node: &[u8; NODE]) -> impl Iterator<Item = SocketAddr> + '_ {
+        let local = *node == self.node;
+        self.endpoints
+            .iter()
+            .copied()
+            .filter(move |e| e.ip().is_loopback() == local)
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn unhex(text: &str) -> Option<Vec<u8>> {
+    if text.len() % 2 != 0 {
+        return None;
+    }
+    (0..text.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(text.get(i..i + 2)?, 16).ok())
+        .collect()
+}
+
+/// The master's side: where it listens, and each worker's connection once it said who it is.
 pub(super) struct Lifelines {
-    listener: Option<TcpListener>,
-    /// Accepted, not yet identified.
-    unnamed: Vec<TcpStream>,
+    listeners: Vec<TcpListener>,
+    contact: Contact,
+    /// Accepted, not yet greeted, with when each was accepted.
+    unnamed: Vec<(TcpStream, Instant)>,
     /// By worker index.
     named: Vec<Option<TcpStream>>,
     looked: Instant,
@@ -43,53 +247,137 @@ pub(super) struct Lifelines {
 /// What a look at the connections found: workers whose connection ended, and why.
 pub(super) type Ended = Vec<(usize, String)>;
 
-/// Collective over `world`: rank 0 listens and tells the others where; the others connect.
-/// `None` on the workers, and on the master when it could not listen (deaths are then noticed by
-/// the engine's liveness timeout only).
-pub(super) fn connect(world: &SimpleCommunicator, pool: usize) -> Option<Lifelines> {
+/// Collective over `world`: every rank tells rank 0 its node and addresses; rank 0 listens
+/// where they reach it and answers with the secret and each rank's endpoint; the others
+/// connect. `slots` workers may be spawned later (on any node). `None` on the workers, and on
+/// the master when it could not listen at all (deaths are then noticed by the engine's liveness
+/// timeout only).
+pub(super) fn connect(world: &SimpleCommunicator, pool: usize, slots: usize) -> Option<Lifelines> {
     let root = world.process_at_rank(0);
-    let mut address = [0u8; 2 + NAME];
-    let me = mpi::environment::processor_name().unwrap_or_default();
-    if world.rank() == 0 {
-        let lifelines = Lifelines::listen(Ipv4Addr::UNSPECIFIED, pool);
-        let port = lifelines
-            .listener
-            .as_ref()
-            .and_then(|l| l.local_addr().ok())
-            .map_or(0, |a| a.port());
-        address[..2].copy_from_slice(&port.to_le_bytes());
-        let len = me.len().min(NAME);
-        address[2..2 + len].copy_from_slice(&me.as_bytes()[..len]);
-        root.broadcast_into(&mut address[..]);
-        return Some(lifelines);
+    let node = node_identity();
+    let mine = interfaces();
+    let mut report = [0u8; REPORT];
+    report[..NODE].copy_from_slice(&node);
+    for (address, into) in mine.iter().zip(report[NODE..].chunks_exact_mut(ADDRESS)) {
+        address.write(into);
     }
-    root.broadcast_into(&mut address[..]);
-    let port = u16::from_le_bytes([address[0], address[1]]);
-    if port == 0 {
+    let size = world.size() as usize;
+    let mut answer = vec![0u8; ANSWER + size];
+    if world.rank() != 0 {
+        root.gather_into(&report[..]);
+        root.broadcast_into(&mut answer[..]);
+        let pick = answer[ANSWER + world.rank() as usize];
+        let endpoint = answer[SECRET..ANSWER]
+            .chunks_exact(ADDRESS)
+            .nth(usize::from(pick))
+            .and_then(Address::read);
+        let secret = <[u8; SECRET]>::try_from(&answer[..SECRET]).unwrap_or_default();
+        match endpoint {
+            Some(e) => join(
+                &[SocketAddr::new(e.ip, e.port)],
+                world.rank() as u32,
+                &secret,
+            ),
+            None => eprintln!(
+                "warning: worker {} has no address to reach the master on; if it dies, the \
+                 master notices only by its silence",
+                world.rank() - 1
+            ),
+        }
         return None;
     }
-    let name = &address[2..];
-    let name = String::from_utf8_lossy(&name[..name.iter().position(|&b| b == 0).unwrap_or(NAME)]);
-    // On the master's node, the loopback address always works.
-    let host = if name == me { "127.0.0.1" } else { &name };
-    join(host, port, world.rank() as u32);
-    None
+    let mut reports = vec![0u8; REPORT * size];
+    root.gather_into_root(&report[..], &mut reports[..]);
+    // Where each worker rank reaches the master: `None` for its own node (loopback).
+    let wanted: Vec<Option<Option<IpAddr>>> = reports
+        .chunks_exact(REPORT)
+        .skip(1)
+        .map(|report| {
+            if report[..NODE] == node {
+                return None;
+            }
+            let theirs: Vec<Address> = report[NODE..]
+                .chunks_exact(ADDRESS)
+                .filter_map(Address::read)
+                .collect();
+            Some(facing(&mine, &theirs))
+        })
+        .collect();
+    let mut ips: Vec<IpAddr> = Vec::new();
+    if slots > 0 || wanted.iter().any(Option::is_none) {
+        ips.push(Ipv4Addr::LOCALHOST.into());
+    }
+    for ip in wanted.iter().flatten().flatten() {
+        if !ips.contains(ip) && ips.len() < ENDPOINTS {
+            ips.push(*ip);
+        }
+    }
+    let lifelines = Lifelines::listen(&ips, node, pool);
+    let contact = &lifelines.contact;
+    answer[..SECRET].copy_from_slice(&contact.secret);
+    for (endpoint, into) in contact
+        .endpoints
+        .iter()
+        .zip(answer[SECRET..].chunks_exact_mut(ADDRESS))
+    {
+        Address {
+            ip: endpoint.ip(),
+            prefix: 0,
+            port: endpoint.port(),
+        }
+        .write(into);
+    }
+    for (rank, wanted) in wanted.iter().enumerate() {
+        let ip = match wanted {
+            None => Some(IpAddr::from(Ipv4Addr::LOCALHOST)),
+            Some(ip) => *ip,
+        };
+        let pick = ip.and_then(|ip| contact.endpoints.iter().position(|e| e.ip() == ip));
+        answer[ANSWER + rank + 1] = pick.map_or(NONE, |p| p as u8);
+    }
+    root.broadcast_into(&mut answer[..]);
+    (!lifelines.listeners.is_empty()).then_some(lifelines)
 }
 
-/// On a worker: connects its lifeline to the master's node `host` at `port`, saying it is
+/// On a spawned worker: connects its lifeline as the master's `contact` says, saying it is
 /// worker `rank - 1`.
-pub(super) fn join(host: &str, port: u16, rank: u32) {
+pub(super) fn join_spawned(contact: &str, rank: u32) {
+    let Some(contact) = Contact::decode(contact) else {
+        eprintln!(
+            "warning: spawned worker {} was told no way to reach the master; if it dies, the \
+             master notices only by its silence",
+            rank - 1
+        );
+        return;
+    };
+    let endpoints: Vec<SocketAddr> = contact.for_node(&node_identity()).collect();
+    join(&endpoints, rank, &contact.secret);
+}
+
+/// On a worker: connects its lifeline to the first of `endpoints` that answers, saying it is
+/// worker `rank - 1` of the run whose secret is `secret`.
+fn join(endpoints: &[SocketAddr], rank: u32, secret: &[u8; SECRET]) {
     let mut kept = KEPT.lock().unwrap_or_else(|e| e.into_inner());
     // The last run's master is done with it.
     *kept = None;
-    match reach(host, port, rank) {
-        Ok(stream) => *kept = Some(stream),
-        Err(e) => eprintln!(
-            "warning: worker {} cannot reach the master at {host}:{port} ({e}); if it dies, \
-             the master notices only by its silence",
-            rank - 1
-        ),
+    let mut greeting = [0u8; GREETING];
+    greeting[..4].copy_from_slice(&rank.to_le_bytes());
+    greeting[4..].copy_from_slice(secret);
+    let mut last = io::Error::new(io::ErrorKind::NotFound, "no address for the master");
+    for endpoint in endpoints {
+        match reach(*endpoint, &greeting) {
+            Ok(stream) => {
+                *kept = Some(stream);
+                return;
+            }
+            Err(e) => last = io::Error::new(e.kind(), format!("{endpoint}: {e}")),
+        }
     }
+    eprintln!(
+        "warning: worker {} cannot reach the master ({last}); if it dies, the master notices \
+         only by its silence",
+        rank - 1
+    );
 }
 
 /// On a worker: whether the master's process ended (its end of the connection closed). A master
@@ -107,42 +395,70 @@ pub(super) fn master_gone() -> bool {
     }
 }
 
-/// Connects to the master and says which rank this is.
-fn reach(host: &str, port: u16, rank: u32) -> io::Result<TcpStream> {
-    let mut last = io::Error::new(io::ErrorKind::NotFound, "no address for the master's node");
-    for address in (host, port).to_socket_addrs()? {
-        match TcpStream::connect_timeout(&address, CONNECT) {
-            Ok(mut stream) => {
-                stream.write_all(&rank.to_le_bytes())?;
-                stream.set_nonblocking(true)?;
-                return Ok(stream);
-            }
-            Err(e) => last = e,
-        }
-    }
-    Err(last)
+/// Connects to the master and greets it.
+fn reach(endpoint: SocketAddr, greeting: &[u8]) -> io::Result<TcpStream> {
+    let mut stream = TcpStream::connect_timeout(&endpoint, CONNECT)?;
+    stream.write_all(greeting)?;
+    stream.set_nonblocking(true)?;
+    Ok(stream)
 }
 
 impl Lifelines {
-    /// Listens on `ip` (any port) for `pool` workers; without a listener when that fails.
-    fn listen(ip: Ipv4Addr, pool: usize) -> Self {
-        let listener = TcpListener::bind((ip, 0))
-            .and_then(|l| l.set_nonblocking(true).map(|()| l))
-            .map_err(|e| eprintln!("warning: the master cannot watch for dead workers: {e}"))
-            .ok();
+    /// Listens on each of `ips` (any port) for `pool` workers, on the node `node`; the
+    /// addresses it cannot listen on are left out, with a warning.
+    fn listen(ips: &[IpAddr], node: [u8; NODE], pool: usize) -> Self {
+        let mut secret = [0u8; SECRET];
+        if let Err(e) = getrandom::fill(&mut secret) {
+            eprintln!("warning: the master cannot watch for dead workers (no secret: {e})");
+            return Lifelines::without(node, pool);
+        }
+        let mut listeners = Vec::new();
+        let mut endpoints = Vec::new();
+        for &ip in ips {
+            let bound = TcpListener::bind((ip, 0))
+                .and_then(|l| l.set_nonblocking(true).map(|()| l))
+                .and_then(|l| Ok((l.local_addr()?, l)));
+            match bound {
+                Ok((address, listener)) => {
+                    endpoints.push(address);
+                    listeners.push(listener);
+                }
+                Err(e) => eprintln!(
+                    "warning: the master cannot watch for dead workers on {ip}: {e}; those \
+                     workers are given up only by the liveness timeout"
+                ),
+            }
+        }
         Lifelines {
-            listener,
+            listeners,
+            contact: Contact {
+                secret,
+                node,
+                endpoints,
+            },
             unnamed: Vec::new(),
             named: (0..pool).map(|_| None).collect(),
             looked: Instant::now(),
         }
     }
 
-    /// Where workers reach the master: its port, and its node's name (`None` without a
-    /// listener).
-    pub(super) fn address(&self) -> Option<(u16, String)> {
-        let port = self.listener.as_ref()?.local_addr().ok()?.port();
-        Some((port, mpi::environment::processor_name().unwrap_or_default()))
+    fn without(node: [u8; NODE], pool: usize) -> Self {
+        Lifelines {
+            listeners: Vec::new(),
+            contact: Contact {
+                secret: [0; SECRET],
+                node,
+                endpoints: Vec::new(),
+            },
+            unnamed: Vec::new(),
+            named: (0..pool).map(|_| None).collect(),
+            looked: Instant::now(),
+        }
+    }
+
+    /// How spawned workers reach the master.
+    pub(super) fn contact(&self) -> &Contact {
+        &self.contact
     }
 
     /// Looks at the connections, at most every [`LOOK_EVERY`]: workers whose connection ended
@@ -164,7 +480,7 @@ impl Lifelines {
                 Ok(0) => "its process ended (connection closed)".to_owned(),
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
                 Err(e) => format!("its process ended ({e})"),
-                // Workers never write after their rank: nothing to read is the live case.
+                // Workers never write after their greeting: nothing to read is the live case.
                 Ok(_) => continue,
             };
             // The end of a connection stays: it is seen again at the next look, once the
@@ -199,34 +515,44 @@ impl Lifelines {
         }
     }
 
-    /// Takes the connections that came, and their ranks once they sent them.
+    /// Takes the connections that came, and names those that greeted with the run's secret: a
+    /// connection that is silent past [`HELLO`], says something else, or names a worker that
+    /// holds its lifeline already is closed.
     fn accept(&mut self) {
-        if let Some(listener) = &self.listener {
+        for listener in &self.listeners {
             while let Ok((stream, _)) = listener.accept() {
                 if stream.set_nonblocking(true).is_ok() {
-                    self.unnamed.push(stream);
+                    self.unnamed.push((stream, Instant::now()));
                 }
             }
         }
-        let named = &mut self.named;
-        self.unnamed.retain_mut(|stream| {
-            let mut rank = [0u8; 4];
-            match stream.peek(&mut rank) {
-                Ok(4) => {}
+        let (named, secret) = (&mut self.named, &self.contact.secret);
+        self.unnamed.retain_mut(|(stream, accepted)| {
+            let mut greeting = [0u8; GREETING];
+            match stream.peek(&mut greeting) {
+                Ok(GREETING) => {}
                 Ok(0) => return false,
-                Ok(_) => return true,
-                Err(e) => return e.kind() == io::ErrorKind::WouldBlock,
+                Ok(_) => return accepted.elapsed() < HELLO,
+                Err(e) => {
+                    return e.kind() == io::ErrorKind::WouldBlock && accepted.elapsed() < HELLO;
+                }
             }
-            if stream.read_exact(&mut rank).is_err() {
+            if stream.read_exact(&mut greeting).is_err() || !same(&greeting[4..], secret) {
                 return false;
             }
-            let worker = (u32::from_le_bytes(rank) as usize).wrapping_sub(1);
-            if let (Some(slot), Ok(stream)) = (named.get_mut(worker), stream.try_clone()) {
-                *slot = Some(stream);
+            let rank = u32::from_le_bytes([greeting[0], greeting[1], greeting[2], greeting[3]]);
+            let worker = (rank as usize).wrapping_sub(1);
+            if let Some(slot @ None) = named.get_mut(worker) {
+                *slot = stream.try_clone().ok();
             }
             false
         });
     }
+}
+
+/// Compares two secrets in time that does not depend on where they differ.
+fn same(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |d, (x, y)| d | (x ^ y)) == 0
 }
 
 #[cfg(test)]
@@ -241,19 +567,25 @@ mod tests {
         lifelines.look(|_| waiting)
     }
 
+    fn loopback(pool: usize) -> (Lifelines, SocketAddr) {
+        let lifelines = Lifelines::listen(&[Ipv4Addr::LOCALHOST.into()], [0; NODE], pool);
+        let endpoint = lifelines.contact.endpoints[0];
+        (lifelines, endpoint)
+    }
+
+    fn greeting(rank: u32, secret: &[u8; SECRET]) -> Vec<u8> {
+        let mut bytes = rank.to_le_bytes().to_vec();
+        bytes.extend_from_slice(secret);
+        bytes
+    }
+
     #[test]
     fn a_closed_connection_is_a_worker_ended_once_its_messages_are_taken() {
-        let mut lifelines = Lifelines::listen(Ipv4Addr::LOCALHOST, 3);
-        let port = lifelines
-            .listener
-            .as_ref()
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
+        let (mut lifelines, endpoint) = loopback(3);
+        let secret = lifelines.contact.secret;
         // Ranks 1 and 3: workers 0 and 2; worker 1 never connects.
-        let first = reach("127.0.0.1", port, 1).unwrap();
-        let third = reach("127.0.0.1", port, 3).unwrap();
+        let first = reach(endpoint, &greeting(1, &secret)).unwrap();
+        let third = reach(endpoint, &greeting(3, &secret)).unwrap();
         std::thread::sleep(Duration::from_millis(50));
         assert!(look_now(&mut lifelines, false).is_empty(), "both alive");
 
@@ -274,5 +606,85 @@ mod tests {
         drop(first);
         std::thread::sleep(Duration::from_millis(50));
         assert!(look_now(&mut lifelines, false).is_empty());
+    }
+
+    #[test]
+    fn a_connection_without_the_secret_never_displaces_a_worker() {
+        let (mut lifelines, endpoint) = loopback(2);
+        let secret = lifelines.contact.secret;
+        let worker = reach(endpoint, &greeting(1, &secret)).unwrap();
+        std::thread::sleep(Duration::from_millis(50));
+        assert!(look_now(&mut lifelines, false).is_empty());
+
+        // Another local user, who knows the port but not the secret, claims rank 1; so does a
+        // second connection that somehow had the secret: neither takes the lifeline over.
+        let wrong = reach(endpoint, &greeting(1, &[7; SECRET])).unwrap();
+        let again = reach(endpoint, &greeting(1, &secret)).unwrap();
+        // One that says nothing is closed after `HELLO`.
+        let silent = TcpStream::connect(endpoint).unwrap();
+        std::thread::sleep(Duration::from_millis(50));
+        assert!(look_now(&mut lifelines, false).is_empty());
+        std::thread::sleep(HELLO);
+        assert!(look_now(&mut lifelines, false).is_empty());
+        assert!(lifelines.unnamed.is_empty(), "every stranger closed");
+        for mut stranger in [wrong, again, silent] {
+            stranger.set_nonblocking(false).unwrap();
+            let mut byte = [0u8; 1];
+            assert_eq!(
+                stranger.read(&mut byte).unwrap_or(0),
+                0,
+                "closed by the master"
+            );
+        }
+
+        // The real worker still holds its lifeline: its death is seen.
+        drop(worker);
+        std::thread::sleep(Duration::from_millis(50));
+        assert_eq!(look_now(&mut lifelines, false).len(), 1);
+    }
+
+    #[test]
+    fn a_contact_survives_its_encoding_and_picks_endpoints_by_node() {
+        let contact = Contact {
+            secret: [0xab; SECRET],
+            node: [3; NODE],
+            endpoints: vec![
+                "127.0.0.1:4000".parse().unwrap(),
+                "10.1.2.3:4001".parse().unwrap(),
+                "[fd00::1]:4002".parse().unwrap(),
+            ],
+        };
+        let decoded = Contact::decode(&contact.encode()).unwrap();
+        assert_eq!(decoded, contact);
+        let local: Vec<_> = decoded.for_node(&[3; NODE]).collect();
+        assert_eq!(local, vec![contact.endpoints[0]]);
+        let remote: Vec<_> = decoded.for_node(&[4; NODE]).collect();
+        assert_eq!(remote, contact.endpoints[1..]);
+        assert!(Contact::decode("zz/00/").is_none());
+        assert!(Contact::decode("").is_none());
+    }
+
+    #[test]
+    fn the_master_faces_a_node_from_the_subnet_they_share() {
+        let address = |ip: &str, prefix| Address {
+            ip: ip.parse().unwrap(),
+            prefix,
+            port: 0,
+        };
+        let mine = [address("192.168.5.1", 24), address("10.77.0.1", 24)];
+        let theirs = [address("10.77.0.3", 24)];
+        assert_eq!(facing(&mine, &theirs), Some("10.77.0.1".parse().unwrap()));
+        assert!(address("10.77.0.1", 24).shares_subnet("10.77.0.200".parse().unwrap()));
+        assert!(!address("10.77.0.1", 24).shares_subnet("10.77.1.2".parse().unwrap()));
+        assert!(!address("10.77.0.1", 24).shares_subnet("fd00::1".parse().unwrap()));
+        assert!(address("fd00::1", 64).shares_subnet("fd00::2".parse().unwrap()));
+        let mut wire = [0u8; ADDRESS];
+        let endpoint = Address {
+            port: 4711,
+            ..address("fd00::9", 64)
+        };
+        endpoint.write(&mut wire);
+        assert_eq!(Address::read(&wire), Some(endpoint));
+        assert_eq!(Address::read(&[0u8; ADDRESS]), None);
     }
 }

@@ -47,7 +47,8 @@ use super::layout::Place;
 use super::posted::{self, Posted, Received};
 
 /// The environment variable that makes a process a spawned worker:
-/// `INDEX:POOL:PORT:HOST`, the worker's index, the pool, and the master's lifeline.
+/// `INDEX:POOL:CONTACT`, the worker's index, the pool, and how its lifeline reaches the master
+/// (in the environment, which only the user who runs the job can read: it holds the run's secret).
 pub(crate) const ENV: &str = crate::launch::SPAWNED_WORKER;
 
 /// How long the master waits for a spawned process to say where it runs.
@@ -98,7 +99,7 @@ pub(super) struct Spawner {
     /// What spawned workers run, and where their lifeline reaches the master.
     program: CString,
     args: Vec<CString>,
-    lifeline: Option<(u16, String)>,
+    lifeline: Option<String>,
     /// Processes the allocation can still take (`None`: no limit known, or `--oversubscribe`).
     free: Option<usize>,
     /// Why no more workers are spawned, once said.
@@ -124,7 +125,7 @@ pub(super) struct Spawner {
 
 impl Spawner {
     /// Slots for the workers `launched..pool`; `lifeline` is where they reach the master.
-    pub(super) fn new(launched: usize, pool: usize, lifeline: Option<(u16, String)>) -> Self {
+    pub(super) fn new(launched: usize, pool: usize, lifeline: Option<String>) -> Self {
         let slots = pool.saturating_sub(launched);
         let program = std::env::current_exe()
             .ok()
@@ -317,8 +318,8 @@ impl Spawner {
     /// Spawns one process for `worker`, merges its intercommunicator and takes its handshake.
     fn spawn(&mut self, worker: usize) -> Result<Spawned, String> {
         let pool = self.launched + self.slots.len();
-        let (port, host) = self.lifeline.clone().unwrap_or_default();
-        let value = format!("{ENV}={worker}:{pool}:{port}:{host}");
+        let contact = self.lifeline.as_deref().unwrap_or_default();
+        let value = format!("{ENV}={worker}:{pool}:{contact}");
         let inter = watched(worker, || spawn_one(&self.program, &self.args, &value))
             .inspect_err(|_| self.broken = true)?;
         let merged = inter.merge(MergeOrder::Low);
@@ -705,8 +706,8 @@ fn handshake(merged: &SimpleCommunicator) -> Result<Place, String> {
 pub(crate) struct Joining {
     pub(crate) index: usize,
     pub(crate) pool: usize,
-    pub(crate) port: u16,
-    pub(crate) host: String,
+    /// How its lifeline reaches the master (`lifeline::Contact`, encoded).
+    pub(crate) contact: String,
 }
 
 /// This process's part when it was spawned: `None` when it was not.
@@ -714,14 +715,13 @@ pub(super) fn joining() -> Option<Joining> {
     parse_joining(&std::env::var(ENV).ok()?)
 }
 
-/// `INDEX:POOL:PORT:HOST` (the host may hold colons, as an IPv6 address does).
+/// `INDEX:POOL:CONTACT` (the contact may hold colons, as IPv6 addresses do).
 fn parse_joining(value: &str) -> Option<Joining> {
-    let mut fields = value.splitn(4, ':');
+    let mut fields = value.splitn(3, ':');
     Some(Joining {
         index: fields.next()?.parse().ok()?,
         pool: fields.next()?.parse().ok()?,
-        port: fields.next()?.parse().ok()?,
-        host: fields.next()?.to_owned(),
+        contact: fields.next()?.to_owned(),
     })
 }
 
@@ -757,11 +757,10 @@ mod tests {
 
     #[test]
     fn a_spawned_worker_reads_its_index_pool_and_the_masters_lifeline() {
-        let joining = parse_joining("3:6:40123:node-7").unwrap();
-        assert_eq!((joining.index, joining.pool, joining.port), (3, 6, 40123));
-        assert_eq!(joining.host, "node-7");
-        assert_eq!(parse_joining("1:2:0:fe80::1").unwrap().host, "fe80::1");
-        assert!(parse_joining("1:2:notaport:node").is_none());
+        let joining = parse_joining("3:6:ab/01/127.0.0.1:40123,[fd00::1]:40124").unwrap();
+        assert_eq!((joining.index, joining.pool), (3, 6));
+        assert_eq!(joining.contact, "ab/01/127.0.0.1:40123,[fd00::1]:40124");
+        assert!(parse_joining("1:notapool:x").is_none());
         assert!(parse_joining("1:2").is_none());
     }
 }
