@@ -11,7 +11,10 @@ use crate::error::{Error, Result};
 /// any work is done. An existing file is opened for appending and left as it was; otherwise
 /// the file is created and removed again, so nothing is left behind.
 ///
-/// Under MPI only rank 0, the master, writes outputs, so the other ranks do not check.
+/// Under MPI only rank 0, the master, writes outputs, so the other ranks take its verdict:
+/// when it fails, they leave at once, quietly, and the master returns the error (so every rank
+/// of the job must call this with the same paths, as the same program with the same arguments
+/// does). A rank that left alone would leave the others waiting for it.
 ///
 /// # Examples
 /// ```
@@ -26,6 +29,11 @@ use crate::error::{Error, Result};
 /// A configuration error, `cannot write PATH` with the reason and what to do, when the
 /// directory is missing, is not writable, or `path` is a directory.
 pub fn check_output(path: &Path, flag: &str) -> Result<()> {
+    crate::run::agreed(writable(path, flag))
+}
+
+/// [`check_output`] on this process alone (worker ranks write nothing: `Ok`).
+pub(crate) fn writable(path: &Path, flag: &str) -> Result<()> {
     if crate::launch::is_worker_rank() {
         return Ok(());
     }

@@ -141,23 +141,25 @@ where
     W::Result: SameResult<M::Result, M, W>,
     W::Shared: SameShared<M::Shared, M, W>,
 {
-    config.validate()?;
-    crate::interrupt::watch()?;
-    // Written when the run ends: checked before it starts.
-    if let Some(path) = &config.metrics {
-        crate::check_output(path, "--metrics")?;
-    }
-    if let Some(path) = &config.trace {
-        crate::check_output(path, "--trace")?;
-    }
-    let worker = move || Agreed::<M, W>::new(worker());
     let use_mpi = match config.backend {
         BackendChoice::Local => false,
         BackendChoice::Mpi => true,
-        BackendChoice::Auto => {
-            launch::is_spawned_worker() || launch::detect().is_some_and(|launch| launch.size > 1)
-        }
+        BackendChoice::Auto => launch::is_spawned_worker() || launched(),
     };
+    // Written when the run ends: checked before it starts, on every rank at once under MPI.
+    let ready = config
+        .validate()
+        .and_then(|()| crate::interrupt::watch())
+        .and_then(|()| match &config.metrics {
+            Some(path) => crate::output::writable(path, "--metrics"),
+            None => Ok(()),
+        })
+        .and_then(|()| match &config.trace {
+            Some(path) => crate::output::writable(path, "--trace"),
+            None => Ok(()),
+        });
+    if use_mpi { agreed(ready) } else { ready }?;
+    let worker = move || Agreed::<M, W>::new(worker());
     if use_mpi && config.link.is_some() {
         return Err(Error::config(
             "error: `--link`, `--link-latency` and `--link-bandwidth` emulate a network on the \
@@ -169,7 +171,10 @@ where
     let metrics = if use_mpi {
         run_mpi(config, master, worker)?
     } else {
-        Some(run_local(config, master, worker)?)
+        let metrics = run_local(config, master, worker);
+        #[cfg(feature = "mpi")]
+        crate::transport::mpi::end_started();
+        Some(metrics?)
     };
     // The engine wrote those of an interrupted run already.
     let unwritten = metrics.as_ref().filter(|m| m.interrupted.is_none());
@@ -197,6 +202,23 @@ where
         summary::print(metrics, &written);
     }
     Ok(Report { metrics })
+}
+
+/// Whether several processes were launched together (by mpirun, mpiexec or srun).
+fn launched() -> bool {
+    launch::detect().is_some_and(|launch| launch.size > 1)
+}
+
+/// A check made before a run on every process of a launched job, settled by the master's
+/// outcome: a failure ends the worker ranks at once, quietly, and is returned on the master,
+/// instead of leaving the workers waiting for a master that left (see
+/// [`check_output`](crate::check_output)). On a process started alone, the outcome as it is.
+pub(crate) fn agreed(outcome: Result<()>) -> Result<()> {
+    #[cfg(feature = "mpi")]
+    if launched() && !launch::is_spawned_worker() {
+        return crate::transport::mpi::agree_at_start(outcome);
+    }
+    outcome
 }
 
 /// Where the outputs of an interrupted run went, for its last line.

@@ -1,7 +1,10 @@
 //! Starting a run on every rank (the master on rank 0, a worker elsewhere) and ending MPI after
 //! it.
 
+use std::sync::Mutex;
+
 use mpi::topology::{Communicator, SimpleCommunicator};
+use mpi::traits::Root;
 
 use super::master_link::MpiMaster;
 use super::spawn::{self, Spawner};
@@ -10,6 +13,45 @@ use super::{layout, lifeline};
 use crate::config::Protocol;
 use crate::engine::master::{guarded, run_master, stop_workers};
 use crate::error::{Error, ErrorKind, Result};
+
+/// MPI as the runtime started it to agree on the checks before a run ([`agree_at_start`]),
+/// for the run to take over and end.
+static STARTED: Mutex<Option<mpi::environment::Universe>> = Mutex::new(None);
+
+fn started() -> Option<mpi::environment::Universe> {
+    STARTED.lock().unwrap_or_else(|e| e.into_inner()).take()
+}
+
+/// Ends MPI if the runtime started it for [`agree_at_start`] and no MPI run took it over (the
+/// program ran on threads in a launched job): every rank that started MPI must end it.
+pub(crate) fn end_started() {
+    drop(started());
+}
+
+/// Settles a check made on every rank before a run (configuration, output files) by the
+/// master's outcome, so that no rank waits for a master that already left: MPI is started, the
+/// master broadcasts whether its check passed, and on a failure every worker rank leaves at
+/// once, quietly (exit status 1; the master reports the error), while the master returns it.
+/// Every rank of the job makes the same checks in the same order, as they run the same program
+/// with the same arguments.
+pub(crate) fn agree_at_start(outcome: crate::error::Result<()>) -> crate::error::Result<()> {
+    let mut kept = STARTED.lock().unwrap_or_else(|e| e.into_inner());
+    if kept.is_none() && !mpi::environment::is_initialized() {
+        match mpi::initialize() {
+            Some(universe) => *kept = Some(universe),
+            None => return outcome,
+        }
+    }
+    let world = SimpleCommunicator::world();
+    let mut failed = [u8::from(outcome.is_err())];
+    world.process_at_rank(0).broadcast_into(&mut failed[..]);
+    if world.rank() != 0 && failed[0] != 0 {
+        // Nothing to finalize with: the master leaves without it too.
+        std::mem::forget(kept.take());
+        std::process::exit(1);
+    }
+    outcome
+}
 
 /// Runs this process's part: the master on rank 0, a worker elsewhere. MPI is initialized here
 /// unless the application already did (then it is also the application's to finalize).
@@ -29,10 +71,12 @@ where
              call `mpi::initialize()` yourself first and keep the universe alive",
         ));
     }
-    let universe = if mpi::environment::is_initialized() {
-        None
-    } else {
-        Some(mpi::initialize().ok_or_else(|| Error::backend("MPI could not be initialized"))?)
+    let universe = match started() {
+        Some(universe) => Some(universe),
+        None if mpi::environment::is_initialized() => None,
+        None => {
+            Some(mpi::initialize().ok_or_else(|| Error::backend("MPI could not be initialized"))?)
+        }
     };
     // A communicator of its own for every run (a collective call, so every rank makes the same
     // one): a worker that finished the last run and already says `Ready` for the next cannot have

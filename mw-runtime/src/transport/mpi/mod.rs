@@ -60,7 +60,7 @@ mod worker_link;
 
 use mpi::Tag;
 
-pub(crate) use self::bootstrap::run;
+pub(crate) use self::bootstrap::{agree_at_start, end_started, run};
 
 // Message tags: from the master below 10, from a worker above.
 const SHARED: Tag = 1;
