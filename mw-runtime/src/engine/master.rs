@@ -113,7 +113,10 @@ where
         .and_then(|()| engine.saver.finish());
     // Closes the endpoint (and removes its socket) whatever happened.
     engine.control = None;
-    let shutdown = engine.shutdown(outcome.is_ok());
+    let interrupted = outcome
+        .as_ref()
+        .is_err_and(|e| matches!(e.kind(), ErrorKind::Interrupted { .. }));
+    let shutdown = engine.shutdown(outcome.is_ok(), interrupted);
     engine.progress.finish();
     let outcome = outcome.and(shutdown).and_then(|()| {
         entering("final_work");
@@ -1291,13 +1294,19 @@ where
     /// (under `sync` a `Stop` would wait for them), as long as such a chunk may take before it
     /// counts as late (under MPI without recovery, as long as a worker may be silent); then
     /// they are left behind. Lost workers are not waited for at all.
-    fn shutdown(&mut self, completed: bool) -> Result<()> {
+    fn shutdown(&mut self, completed: bool, interrupted: bool) -> Result<()> {
         // After a failure the chunks out are not waited for: their answers are dropped.
         if completed {
             self.wait_for_late()?;
         }
         let alive: Vec<bool> = self.standing.iter().map(|s| !s.lost).collect();
-        stop_alive(self.link, &alive, self.config.faults.liveness)
+        // Stopped by a signal, the run ends within a second whatever the tasks are doing: a
+        // worker still busy with a chunk is left behind (a thread) or ended (a rank).
+        let patience = match interrupted {
+            true => SIGNAL_PATIENCE,
+            false => self.config.faults.liveness,
+        };
+        stop_alive(self.link, &alive, patience)
     }
 }
 
@@ -1308,6 +1317,9 @@ pub(crate) fn stop_workers<T, S, R>(link: &mut impl MasterLink<T, S, R>) -> Resu
     let alive = vec![true; link.pool()];
     stop_alive(link, &alive, STOP_PATIENCE)
 }
+
+/// How long the end of a run stopped by a signal waits for the workers to finish.
+const SIGNAL_PATIENCE: Duration = Duration::from_millis(500);
 
 /// How long the end of a run waits for workers to finish, unless told otherwise.
 #[cfg(feature = "mpi")]
@@ -1333,7 +1345,7 @@ fn stop_alive<T, S, R>(
         if left.is_zero() {
             for worker in (0..waiting.len()).filter(|&w| waiting[w]) {
                 eprintln!(
-                    "warning: worker {worker} did not finish within {:.0} s of being told to \
+                    "warning: worker {worker} did not finish within {:.1} s of being told to \
                      stop; it is left behind",
                     patience.as_secs_f64()
                 );
