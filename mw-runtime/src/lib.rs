@@ -77,6 +77,7 @@ mod output;
 pub mod policy;
 mod progress;
 mod run;
+mod status;
 mod summary;
 mod trace;
 mod transport;
@@ -96,6 +97,7 @@ pub use mw_macros::{Message, master, worker};
 pub use output::check_output;
 pub use policy::{PolicyChoice, PolicyName};
 pub use run::{Report, run, run_config, run_with};
+pub use status::report_exit_status;
 pub use tunables::{Change, Decision, Tunable, TunableId, Tunables, TunablesHandle};
 pub use tuning::simulate;
 

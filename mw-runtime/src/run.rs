@@ -9,9 +9,10 @@ use crate::engine::{
     master::{guarded, run_master},
     worker::serve,
 };
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Result};
 use crate::launch;
 use crate::metrics::RunMetrics;
+use crate::status::{self, Outcome};
 use crate::summary;
 use crate::transport::local;
 use std::sync::Arc;
@@ -72,6 +73,8 @@ where
     W::Result: SameResult<M::Result, M, W>,
     W::Shared: SameShared<M::Shared, M, W>,
 {
+    // Before the flags are parsed: a refused flag (status 2) is reported too.
+    status::report_exit_status();
     let args = RuntimeOnly::parse().run;
     run_with(&args, master, worker).map(drop)
 }
@@ -141,6 +144,33 @@ where
     W::Result: SameResult<M::Result, M, W>,
     W::Shared: SameShared<M::Shared, M, W>,
 {
+    status::report_exit_status();
+    let result = run_unreported(config, master, worker);
+    let outcome = match &result {
+        Ok(_) => Outcome::Completed,
+        Err(e) => match e.kind() {
+            ErrorKind::Interrupted { signal } => Outcome::Interrupted(*signal),
+            _ => Outcome::Failed,
+        },
+    };
+    status::set_outcome(outcome);
+    status::report_now(if result.is_ok() { 0 } else { 1 });
+    result
+}
+
+/// [`run_config`] without the record of its outcome.
+fn run_unreported<M, W>(
+    config: &RunConfig,
+    master: impl FnOnce() -> M,
+    worker: impl Fn() -> W + Send + Sync + 'static,
+) -> Result<Report>
+where
+    M: Master,
+    W: Worker,
+    W::Task: SameTask<M::Task, M, W>,
+    W::Result: SameResult<M::Result, M, W>,
+    W::Shared: SameShared<M::Shared, M, W>,
+{
     let use_mpi = match config.backend {
         BackendChoice::Local => false,
         BackendChoice::Mpi => true,
@@ -192,6 +222,8 @@ where
                 written(config)
             );
         }
+        status::set_outcome(Outcome::Interrupted(signal));
+        status::report_now(signal.exit_code());
         std::process::exit(signal.exit_code());
     }
     if let Some(metrics) = metrics.as_ref().filter(|_| !config.quiet) {

@@ -49,6 +49,17 @@ impl CliError {
         }
     }
 
+    /// A command that said what it had to say itself and ends with `code` (`mwgen launch`
+    /// passing on the master's status).
+    pub fn status(code: u8) -> Self {
+        CliError {
+            message: String::new(),
+            help: None,
+            code,
+            quiet: true,
+        }
+    }
+
     /// The process exit code for this error.
     pub fn exit_code(&self) -> u8 {
         self.code

@@ -10,6 +10,8 @@ use clap::{Parser, Subcommand};
 
 pub mod ctl;
 pub mod error;
+#[cfg(unix)]
+pub mod launch;
 pub mod model;
 pub mod new;
 pub mod predict;
@@ -45,6 +47,10 @@ pub enum Command {
     /// Read and set the tunables of a running program through its control endpoint
     #[command(long_about = ctl::LONG_ABOUT)]
     Ctl(ctl::CtlArgs),
+    /// Run a launcher (mpirun, srun, ...) and exit with the master's exit status
+    #[cfg(unix)]
+    #[command(long_about = launch::LONG_ABOUT)]
+    Launch(launch::LaunchArgs),
 }
 
 /// Runs the parsed command, writing its output to `out`.
@@ -58,6 +64,8 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> Result<(), CliError> {
         Command::Predict(args) => predict::run(&args, out),
         Command::Report(args) => report::run(&args, out),
         Command::Ctl(args) => ctl::run(&args, out),
+        #[cfg(unix)]
+        Command::Launch(args) => launch::run(&args),
     }
 }
 

@@ -1,0 +1,160 @@
+//! `mwgen launch` around fake launchers (sh scripts) that behave as `mpirun` does when it loses
+//! or keeps the master's status.
+#![cfg(unix)]
+#![allow(clippy::unwrap_used)]
+
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// Runs `mwgen launch [flags] -- sh -c SCRIPT`, with the time it took.
+fn launch(flags: &[&str], script: &str) -> (Output, Duration) {
+    let start = Instant::now();
+    let output = Command::new(env!("CARGO_BIN_EXE_mwgen"))
+        .arg("launch")
+        .args(flags)
+        .args(["--", "sh", "-c", script])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    (output, start.elapsed())
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+#[test]
+fn a_launcher_that_never_exits_is_ended_after_the_grace_with_the_master_s_status() {
+    // The master said 3; the launcher hangs and ignores SIGTERM, as a stuck mpirun does.
+    let script = "trap '' TERM; echo 'mw: exit status 3 (failed)' >&2; while :; do sleep 1; done";
+    let (output, took) = launch(&["--grace", "1"], script);
+    assert_eq!(output.status.code(), Some(3), "{}", stderr(&output));
+    // grace + SIGTERM's 2 s + the drain of its output, at most.
+    assert!(took < Duration::from_millis(4500), "took {took:?}");
+    assert!(
+        took >= Duration::from_secs(3),
+        "SIGKILL came early: {took:?}"
+    );
+    let said = stderr(&output);
+    assert!(said.contains("mw: exit status 3 (failed)"), "{said}");
+    assert!(
+        said.contains("mwgen launch: the master exited with status 3"),
+        "{said}"
+    );
+    assert!(
+        said.contains("mwgen launch: the launcher ignored SIGTERM"),
+        "{said}"
+    );
+}
+
+#[test]
+fn a_launcher_that_obeys_sigterm_ends_at_the_grace() {
+    let script = "echo 'mw: exit status 0 (completed)' >&2; exec sleep 1000";
+    let (output, took) = launch(&["--grace", "1"], script);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(took < Duration::from_millis(2500), "took {took:?}");
+    assert!(!stderr(&output).contains("SIGKILL"), "{}", stderr(&output));
+}
+
+#[test]
+fn a_launcher_that_drops_the_status_is_overruled() {
+    // `mpirun --mca orte_enable_recovery 1` exits 0 after a master that failed.
+    let (output, took) = launch(&[], "echo 'mw: exit status 1 (failed)' >&2; exit 0");
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    assert!(took < Duration::from_secs(2), "took {took:?}");
+    let (output, _) = launch(
+        &[],
+        "echo 'mw: exit status 143 (interrupted by SIGTERM)' >&2",
+    );
+    assert_eq!(output.status.code(), Some(143));
+}
+
+#[test]
+fn a_master_that_said_nothing_is_a_failure_even_when_the_launcher_says_0() {
+    let (output, _) = launch(&[], "echo some output >&2; exit 0");
+    assert_eq!(output.status.code(), Some(1));
+    let said = stderr(&output);
+    assert!(said.contains("some output"), "{said}");
+    assert!(
+        said.contains(
+            "mwgen launch: error: the master ended without reporting its exit status (killed, \
+             or not an mw program)"
+        ),
+        "{said}"
+    );
+    assert!(said.contains("mwgen launch: help: "), "{said}");
+}
+
+#[test]
+fn a_launcher_s_own_failure_is_passed_on_when_the_master_said_nothing() {
+    let (output, _) = launch(&[], "exit 4");
+    assert_eq!(output.status.code(), Some(4));
+    assert!(!stderr(&output).contains("error:"), "{}", stderr(&output));
+    let (output, _) = launch(&[], "kill -9 $$");
+    assert_eq!(output.status.code(), Some(137));
+}
+
+#[test]
+fn standard_output_passes_through_untouched() {
+    let script = "printf 'no newline at the end'; printf 'mw: exit status 0\\n' >&2";
+    let (output, _) = launch(&[], script);
+    assert_eq!(output.status.code(), Some(0));
+    assert_eq!(output.stdout, b"no newline at the end");
+}
+
+#[test]
+fn a_signal_to_the_wrapper_reaches_the_launcher_and_gives_the_shell_s_status() {
+    let mut wrapper = Command::new(env!("CARGO_BIN_EXE_mwgen"))
+        .args([
+            "launch",
+            "--",
+            "sh",
+            "-c",
+            "echo started >&2; exec sleep 1000",
+        ])
+        .stdin(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Once the launcher runs (its first line came through).
+    let mut first = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(wrapper.stderr.as_mut().unwrap()),
+        &mut first,
+    )
+    .unwrap();
+    assert_eq!(first, "started\n");
+    let start = Instant::now();
+    let pid = rustix::process::Pid::from_raw(wrapper.id() as i32).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
+    let status = wrapper.wait().unwrap();
+    assert_eq!(status.code(), Some(143));
+    assert!(
+        start.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        start.elapsed()
+    );
+}
+
+#[test]
+fn a_launcher_that_cannot_be_found_is_said_so() {
+    let output = Command::new(env!("CARGO_BIN_EXE_mwgen"))
+        .args(["launch", "--", "no-such-launcher-anywhere"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(127));
+    let said = stderr(&output);
+    assert!(
+        said.starts_with("mwgen launch: error: cannot start `no-such-launcher-anywhere`"),
+        "{said}"
+    );
+}
+
+#[test]
+fn the_launcher_s_command_line_is_required() {
+    let output = Command::new(env!("CARGO_BIN_EXE_mwgen"))
+        .args(["launch"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+}
