@@ -19,14 +19,13 @@ use mw_runtime::prelude::*;
 use mw_runtime::{PolicyName, RunConfig};
 
 fn main() {
-    let launched = ["OMPI_COMM_WORLD_SIZE", "MW_SPAWNED_WORKER"]
-        .iter()
-        .any(|var| std::env::var_os(var).is_some());
-    if !launched {
-        println!(
-            "mpi elastic suite skipped: not launched under mpirun (try `mpirun -np 2 \
-             --oversubscribe {}`)",
-            std::env::args().next().unwrap_or_default()
+    if !common::mpi_launched() {
+        common::report_ignored(
+            "mpi_elastic",
+            &format!(
+                "needs an MPI launcher: `mpirun -np 2 --oversubscribe {}` (see the file's doc)",
+                std::env::args().next().unwrap_or_default()
+            ),
         );
         return;
     }
@@ -35,10 +34,7 @@ fn main() {
     } else {
         Protocol::Async
     };
-    let launched = std::env::var("OMPI_COMM_WORLD_SIZE")
-        .ok()
-        .and_then(|s| s.parse::<usize>().ok())
-        .map_or(1, |size| size - 1);
+    let launched = common::mpi_launched_size().map_or(1, |size| size - 1);
     let oversubscribed = std::env::var("OMPI_MCA_rmaps_base_oversubscribe").is_ok_and(|v| v == "1");
     // Without room for more processes, the pool is the launched ranks.
     let expected = if oversubscribed { 6 } else { launched };
