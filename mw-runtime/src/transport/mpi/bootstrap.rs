@@ -42,6 +42,9 @@ where
         return Ok(None);
     }
     let world = SimpleCommunicator::world().duplicate();
+    if world.rank() == 0 {
+        super::library::warn_at_start();
+    }
     let size = world.size() as usize;
     if size < 2 {
         return Err(crate::launch::too_few_processes(
@@ -76,11 +79,11 @@ where
     } else if rank == 0 && pool < asked {
         eprintln!(
             "warning: --max-workers {asked} asks for {} worker(s) beyond the {launched} launched \
-             rank(s), but the allocation has room for {} more (MPI_UNIVERSE_SIZE {}, without \
-             mpirun's `--oversubscribe`); the run goes on with a pool of {pool}",
+             rank(s), but the allocation has room for {} more ({}); the run goes on with a pool \
+             of {pool}",
             asked - launched,
             pool - launched,
-            spawn::universe_size().unwrap_or(size),
+            spawn::no_room(size),
         );
     }
     let layout = layout::gather(&world, pool - launched);

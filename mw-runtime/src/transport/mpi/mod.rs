@@ -48,6 +48,7 @@ mod bootstrap;
 mod framing;
 mod kill;
 mod layout;
+mod library;
 mod lifeline;
 mod master_link;
 mod messages;
