@@ -143,8 +143,8 @@ fn warnings(
     let open_mpi_5 = running.is_some_and(|l| l.vendor == Vendor::OpenMpi && l.major() != "4");
     if open_mpi_5 && set("OMPI_MCA_orte_enable_recovery") {
         said.push(
-            "Open MPI 5 ignores `--mca orte_enable_recovery 1` (an Open MPI 4 parameter): a rank \
-             that dies ends the job; launch with `mpirun --enable-recovery` to keep it going"
+            "Open MPI 5 ignores `--mca orte_enable_recovery 1` (an Open MPI 4 parameter): unless \
+             mpirun was also given `--enable-recovery`, a rank that dies ends the job"
                 .to_owned(),
         );
     }
