@@ -152,7 +152,8 @@ fn warnings(
         said.push(
             "under `mpirun --with-ft ulfm` a rank that dies fails the master's receives until \
              the failure is acknowledged (MPIX_ERR_PROC_FAILED_PENDING), which the runtime does \
-             not do: launch with `mpirun --enable-recovery` to go on without a lost rank"
+             not do, and the run never ends: launch with `mpirun --enable-recovery` to go on \
+             without a lost rank"
                 .to_owned(),
         );
     }
