@@ -1,12 +1,13 @@
-//! Which launcher started this process, as the environment it set tells: `mpirun` (Open MPI's
-//! or another implementation's) or Slurm's `srun`.
+//! Which launcher started this process, as the environment it set tells: Open MPI's `mpirun`
+//! (4 or 5), the `mpiexec` of MPICH and Intel MPI (hydra), or Slurm's `srun`.
 //!
-//! `mpirun` is asked first: inside a Slurm allocation it starts its daemons with `srun`, so its
-//! ranks also carry the `SLURM_*` variables of a step, with the daemon's numbers, not theirs.
+//! `mpirun` and `mpiexec` are asked first: inside a Slurm allocation they start their daemons
+//! with `srun`, so their ranks also carry the `SLURM_*` variables of a step, with the daemon's
+//! numbers, not theirs.
 
 use crate::error::Error;
 
-/// A launch of several processes by `mpirun` or `srun`.
+/// A launch of several processes by `mpirun`, `mpiexec` or `srun`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Launch {
     pub launcher: Launcher,
@@ -14,11 +15,16 @@ pub(crate) struct Launch {
     pub size: usize,
     /// This process's number among them, when the launcher says.
     pub rank: Option<usize>,
+    /// Processes started on this node, when the launcher says.
+    pub local: Option<usize>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Launcher {
+    /// Open MPI's `mpirun` (4's ORTE or 5's PRRTE), or another launcher that speaks PMI.
     Mpirun,
+    /// Hydra, the `mpiexec` of MPICH and of Intel MPI.
+    Hydra,
     Srun,
 }
 
@@ -29,7 +35,17 @@ impl Launcher {
     fn example(self, n: usize) -> String {
         match self {
             Launcher::Mpirun => format!("mpirun -np {n} ..."),
+            Launcher::Hydra => format!("mpiexec -n {n} ..."),
             Launcher::Srun => format!("srun -n {n} ..."),
+        }
+    }
+
+    /// The launcher's command, and whose it is.
+    fn name(self) -> &'static str {
+        match self {
+            Launcher::Mpirun => "`mpirun`",
+            Launcher::Hydra => "`mpiexec` (hydra, of MPICH or Intel MPI)",
+            Launcher::Srun => "`srun`",
         }
     }
 }
@@ -38,6 +54,7 @@ impl std::fmt::Display for Launch {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self.launcher {
             Launcher::Mpirun => write!(f, "mpirun with {} processes", self.size),
+            Launcher::Hydra => write!(f, "mpiexec with {} processes", self.size),
             Launcher::Srun => write!(f, "srun with {} tasks", self.size),
         }
     }
@@ -45,13 +62,13 @@ impl std::fmt::Display for Launch {
 
 /// Sizes and ranks set by `mpirun` and by the PMI libraries that MPI implementations and `srun
 /// --mpi=pmi2|pmix` share.
-const MPI_SIZE: [&str; 4] = [
-    "OMPI_COMM_WORLD_SIZE",
-    "PMI_SIZE",
-    "PMIX_SIZE",
-    "MPI_LOCALNRANKS",
-];
+const MPI_SIZE: [&str; 3] = ["OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE"];
 const MPI_RANK: [&str; 3] = ["OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK"];
+/// Processes on this node: Open MPI's `mpirun`, and hydra's (MPICH and Intel MPI).
+const LOCAL_SIZE: [&str; 2] = ["OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS"];
+/// Set by hydra alone (its proxies' control socket, and the local count `mpirun` spells
+/// otherwise); `PMI_SIZE` alone may also come from `srun --mpi=pmi2`.
+const HYDRA: [&str; 2] = ["HYDI_CONTROL_FD", "MPI_LOCALNRANKS"];
 
 /// The launch of this process; `None` when it was started on its own.
 pub(crate) fn detect() -> Option<Launch> {
@@ -62,11 +79,24 @@ pub(crate) fn detect() -> Option<Launch> {
 pub(crate) fn detect_in(var: impl Fn(&str) -> Option<String>) -> Option<Launch> {
     let number = |key: &str| var(key)?.trim().parse::<usize>().ok();
     let first = |keys: &[&str]| keys.iter().find_map(|key| number(key));
-    if let Some(size) = first(&MPI_SIZE) {
+    let rank = first(&MPI_RANK);
+    let local = first(&LOCAL_SIZE);
+    if let Some(size) = number("OMPI_COMM_WORLD_SIZE") {
+        let launcher = Launcher::Mpirun;
         return Some(Launch {
-            launcher: Launcher::Mpirun,
+            launcher,
             size,
-            rank: first(&MPI_RANK),
+            rank,
+            local,
+        });
+    }
+    if let Some(size) = number("PMI_SIZE").filter(|_| HYDRA.iter().any(|k| var(k).is_some())) {
+        let launcher = Launcher::Hydra;
+        return Some(Launch {
+            launcher,
+            size,
+            rank,
+            local,
         });
     }
     // A step of `srun`, not the batch script of `sbatch` (which has the job's task count and
@@ -74,14 +104,40 @@ pub(crate) fn detect_in(var: impl Fn(&str) -> Option<String>) -> Option<Launch> 
     let in_step = var("SLURM_STEP_ID")
         .or_else(|| var("SLURM_STEPID"))
         .is_some();
-    let rank = number("SLURM_PROCID");
-    if in_step && rank.is_some() {
+    let task = number("SLURM_PROCID");
+    if in_step && task.is_some() {
         let size = first(&["SLURM_STEP_NUM_TASKS", "SLURM_NTASKS", "SLURM_NPROCS"])?;
         return Some(Launch {
             launcher: Launcher::Srun,
             size,
-            rank: first(&MPI_RANK).or(rank),
+            rank: rank.or(task),
+            local: local.or_else(|| slurm_local_tasks(&var)),
         });
+    }
+    let size = first(&MPI_SIZE)?;
+    Some(Launch {
+        launcher: Launcher::Mpirun,
+        size,
+        rank,
+        local,
+    })
+}
+
+/// The tasks of this node in a step of `srun`: `SLURM_STEP_TASKS_PER_NODE` lists them by node
+/// (`2(x3),1`: 2 on each of the first three nodes, 1 on the fourth), `SLURM_NODEID` is this
+/// node's place in the list.
+fn slurm_local_tasks(var: &impl Fn(&str) -> Option<String>) -> Option<usize> {
+    let list = var("SLURM_STEP_TASKS_PER_NODE").or_else(|| var("SLURM_TASKS_PER_NODE"))?;
+    let mut node: usize = var("SLURM_NODEID")?.trim().parse().ok()?;
+    for group in list.split(',') {
+        let (tasks, times) = match group.split_once("(x") {
+            Some((tasks, times)) => (tasks, times.trim_end_matches(')').parse().ok()?),
+            None => (group, 1),
+        };
+        if node < times {
+            return tasks.trim().parse().ok();
+        }
+        node -= times;
     }
     None
 }
@@ -102,15 +158,38 @@ pub(crate) fn is_worker_rank() -> bool {
     is_spawned_worker() || detect().is_some_and(|launch| launch.rank.is_some_and(|rank| rank != 0))
 }
 
+/// The MPI library whose headers this build was compiled against, as its build script read
+/// them from `mpi.h` (`Open MPI 4.1.4`, `MPICH 5.0.2`, `Intel MPI 2021.19.0`); `None` in a build
+/// without the MPI backend.
+pub(crate) const BUILT_AGAINST: Option<&str> = option_env!("MW_MPI_HEADERS");
+
 /// The error of the MPI backend when MPI sees `seen` processes, fewer than the 2 it needs: the
-/// same under mpirun and srun, with the launch line of the launcher used.
+/// same under every launcher, with its launch line. When the launcher started more than MPI
+/// sees, each process is alone in a job of its own: the launcher is another MPI library's (hydra
+/// starting an Open MPI build), and running would make copies of a one-process job.
 #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
 pub(crate) fn too_few_processes(seen: usize, launch: Option<Launch>) -> Error {
+    if let Some(launch) = launch.filter(|l| l.size > seen) {
+        let ours = BUILT_AGAINST.unwrap_or("another MPI library");
+        return Error::config(
+            format!(
+                "error: {} started {} processes, but MPI sees {seen} in this one's job: the \
+                 launcher belongs to another MPI library than the one this program was built \
+                 against ({ours}), so every process would run alone as rank 0",
+                launch.launcher.name(),
+                launch.size
+            ),
+            format!(
+                "launch it with the `mpirun` or `mpiexec` of {ours} (the one next to the \
+                 `mpicc` it was built with), or rebuild it against the launcher's library \
+                 (`MPICC=<that library's mpicc> cargo build --features mpi`)"
+            ),
+        );
+    }
     let launcher = launch.map_or(Launcher::Mpirun, |l| l.launcher);
-    let by = match launch.map(|l| l.launcher) {
-        Some(Launcher::Srun) => " by `srun`",
-        Some(Launcher::Mpirun) => " by `mpirun`",
-        None => "",
+    let by = match launch {
+        Some(launch) => format!(" by {}", launch.launcher.name()),
+        None => String::new(),
     };
     Error::config(
         format!(
@@ -144,17 +223,59 @@ mod tests {
 
     #[test]
     fn mpirun_is_recognized_by_its_variables() {
-        let open_mpi = [("OMPI_COMM_WORLD_SIZE", "4"), ("OMPI_COMM_WORLD_RANK", "2")];
+        // Open MPI 4.1's mpirun, and 5's (PRRTE), which sets the same and `PRTE_LAUNCHED`.
+        let open_mpi_4 = [
+            ("OMPI_COMM_WORLD_SIZE", "4"),
+            ("OMPI_COMM_WORLD_RANK", "2"),
+            ("OMPI_COMM_WORLD_LOCAL_SIZE", "4"),
+            ("PMIX_RANK", "2"),
+        ];
         assert_eq!(
-            launch(&open_mpi),
+            launch(&open_mpi_4),
             Some(Launch {
                 launcher: Launcher::Mpirun,
                 size: 4,
-                rank: Some(2)
+                rank: Some(2),
+                local: Some(4),
             })
         );
-        let hydra = [("PMI_SIZE", "3"), ("PMI_RANK", "0")];
-        assert_eq!(launch(&hydra).map(|l| (l.size, l.rank)), Some((3, Some(0))));
+        let mut open_mpi_5 = open_mpi_4.to_vec();
+        open_mpi_5.extend([("PRTE_LAUNCHED", "1"), ("OMPI_VERSION", "5.0.11")]);
+        assert_eq!(launch(&open_mpi_5), launch(&open_mpi_4));
+        // Without any of its own variables, PMI's numbers are mpirun's.
+        let pmi = [("PMI_SIZE", "3"), ("PMI_RANK", "0")];
+        assert_eq!(launch(&pmi).map(|l| (l.size, l.rank)), Some((3, Some(0))));
+    }
+
+    /// What hydra (the `mpiexec` of MPICH 5 and Intel MPI) sets in the second of 3 processes.
+    const HYDRA_VARS: [(&str, &str); 6] = [
+        ("PMI_SIZE", "3"),
+        ("PMI_RANK", "1"),
+        ("PMI_FD", "11"),
+        ("HYDI_CONTROL_FD", "7"),
+        ("MPI_LOCALNRANKS", "3"),
+        ("MPI_LOCALRANKID", "1"),
+    ];
+
+    #[test]
+    fn hydra_is_recognized_by_its_own_variables() {
+        assert_eq!(
+            launch(&HYDRA_VARS),
+            Some(Launch {
+                launcher: Launcher::Hydra,
+                size: 3,
+                rank: Some(1),
+                local: Some(3),
+            })
+        );
+        // Inside an allocation hydra starts its proxies with srun: hydra's numbers win.
+        let mut in_slurm = HYDRA_VARS.to_vec();
+        in_slurm.extend([
+            ("SLURM_STEP_ID", "0"),
+            ("SLURM_PROCID", "0"),
+            ("SLURM_STEP_NUM_TASKS", "1"),
+        ]);
+        assert_eq!(launch(&in_slurm), launch(&HYDRA_VARS));
     }
 
     /// What `srun -n 3` sets in its second task (Slurm 22.05, `--mpi=none`).
@@ -175,7 +296,8 @@ mod tests {
             Some(Launch {
                 launcher: Launcher::Srun,
                 size: 3,
-                rank: Some(1)
+                rank: Some(1),
+                local: None,
             })
         );
         // Older Slurm: `SLURM_STEPID` and `SLURM_NPROCS` only.
@@ -203,10 +325,24 @@ mod tests {
             (seen.launcher, seen.size, seen.rank),
             (Launcher::Srun, 3, Some(1))
         );
-        // pmi2 also sets the size: the launch then reads as MPI's, with the same numbers.
+        // pmi2 also sets the size, which is the step's.
         let mut pmi2 = SRUN.to_vec();
         pmi2.extend([("PMI_SIZE", "3"), ("PMI_RANK", "1")]);
-        assert_eq!(launch(&pmi2).map(|l| (l.size, l.rank)), Some((3, Some(1))));
+        assert_eq!(launch(&pmi2), launch(&SRUN));
+    }
+
+    #[test]
+    fn srun_says_the_tasks_of_each_node_in_a_list() {
+        let on = |node: &str, list: &str| {
+            let mut vars = SRUN.to_vec();
+            vars.extend([("SLURM_NODEID", node), ("SLURM_STEP_TASKS_PER_NODE", list)]);
+            launch(&vars).and_then(|l| l.local)
+        };
+        assert_eq!(on("0", "3"), Some(3));
+        assert_eq!(on("2", "2(x3),1"), Some(2));
+        assert_eq!(on("3", "2(x3),1"), Some(1));
+        assert_eq!(on("4", "2(x3),1"), None);
+        assert_eq!(on("1", "4,x"), None);
     }
 
     #[test]
@@ -262,9 +398,16 @@ mod tests {
             ("SLURM_STEP_NUM_TASKS", "1"),
         ];
         let srun = too_few_processes(1, launch(&srun)).to_string();
+        let hydra = [
+            ("PMI_SIZE", "1"),
+            ("PMI_RANK", "0"),
+            ("MPI_LOCALNRANKS", "1"),
+        ];
+        let hydra = too_few_processes(1, launch(&hydra)).to_string();
         for (text, launcher, example) in [
             (&mpirun, "`mpirun`", "`mpirun -np 5 ...`"),
             (&srun, "`srun`", "`srun -n 5 ...`"),
+            (&hydra, "`mpiexec`", "`mpiexec -n 5 ...`"),
         ] {
             assert!(
                 text.contains("needs a master and at least one worker, but 1 process was launched"),
@@ -273,5 +416,18 @@ mod tests {
             assert!(text.contains(launcher) && text.contains(example), "{text}");
             assert!(text.contains("--backend local"), "{text}");
         }
+    }
+
+    #[test]
+    fn a_launcher_of_another_library_is_refused_not_run_as_copies() {
+        // Hydra started 3 processes of an Open MPI build: each sees a world of 1.
+        let text = too_few_processes(1, launch(&HYDRA_VARS)).to_string();
+        assert!(
+            text.contains("`mpiexec` (hydra, of MPICH or Intel MPI) started 3 processes")
+                && text.contains("MPI sees 1")
+                && text.contains("another MPI library"),
+            "{text}"
+        );
+        assert!(!text.contains("needs a master"), "{text}");
     }
 }

@@ -1,13 +1,15 @@
 //! Growing past the launched ranks under MPI: `--max-workers 6` with one launched worker rank,
 //! and `nworkers` asked to go up and down, so worker processes are spawned, released and
-//! spawned again. Run it
-//! under MPI, e.g.
+//! spawned again. Run it under MPI, e.g.
 //!
 //!     cargo test -p mw-runtime --features mpi --test mpi_elastic --no-run
 //!     mpirun -np 2 --oversubscribe target/debug/deps/mpi_elastic-<hash> [sync]
 //!
-//! With `--oversubscribe` the run must reach 6 workers; without it (and no free slot in the
-//! allocation) the pool stays the launched worker, and the run must finish on it.
+//! (Open MPI 5: `mpirun -np 2 --oversubscribe -x OMPI_MCA_rmaps_base_oversubscribe=1`; MPICH
+//! and Intel MPI: `mpiexec -n 2`, with `I_MPI_SPAWN=on` for Intel.) With room to oversubscribe
+//! (Open MPI's variable, or hydra, which spawns onto its hosts as asked) the run must reach 6
+//! workers; without it (and no free slot in the allocation) the pool stays the launched worker,
+//! and the run must finish on it.
 //! Either way every result is recovered exactly once (the checker's `final_work`). Spawned
 //! workers run this same program with the same arguments: their run returns no metrics.
 #![allow(clippy::unwrap_used)]
@@ -19,14 +21,13 @@ use mw_runtime::prelude::*;
 use mw_runtime::{PolicyName, RunConfig};
 
 fn main() {
-    let launched = ["OMPI_COMM_WORLD_SIZE", "MW_SPAWNED_WORKER"]
-        .iter()
-        .any(|var| std::env::var_os(var).is_some());
-    if !launched {
-        println!(
-            "mpi elastic suite skipped: not launched under mpirun (try `mpirun -np 2 \
-             --oversubscribe {}`)",
-            std::env::args().next().unwrap_or_default()
+    if !common::mpi_launched() {
+        common::report_ignored(
+            "mpi_elastic",
+            &format!(
+                "needs an MPI launcher: `mpirun -np 2 --oversubscribe {}` (see the file's doc)",
+                std::env::args().next().unwrap_or_default()
+            ),
         );
         return;
     }
@@ -35,11 +36,10 @@ fn main() {
     } else {
         Protocol::Async
     };
-    let launched = std::env::var("OMPI_COMM_WORLD_SIZE")
-        .ok()
-        .and_then(|s| s.parse::<usize>().ok())
-        .map_or(1, |size| size - 1);
-    let oversubscribed = std::env::var("OMPI_MCA_rmaps_base_oversubscribe").is_ok_and(|v| v == "1");
+    let launched = common::mpi_launched_size().map_or(1, |size| size - 1);
+    let hydra = std::env::var_os("MPI_LOCALNRANKS").is_some();
+    let oversubscribed =
+        hydra || std::env::var("OMPI_MCA_rmaps_base_oversubscribe").is_ok_and(|v| v == "1");
     // Without room for more processes, the pool is the launched ranks.
     let expected = if oversubscribed { 6 } else { launched };
     // Up to 6 (5 spawned), down to 2 (4 released), up to 4 (2 spawned anew). Few spawns: Open

@@ -230,3 +230,34 @@ pub fn quiet_on_purpose_panics() {
         }
     }));
 }
+
+/// Whether an MPI launcher started this process (Open MPI's `mpirun`, hydra's `mpiexec` of MPICH
+/// and Intel MPI, `srun` with PMI), or the master spawned it.
+pub fn mpi_launched() -> bool {
+    [
+        "OMPI_COMM_WORLD_SIZE",
+        "PMI_SIZE",
+        "PMIX_RANK",
+        "MW_SPAWNED_WORKER",
+    ]
+    .iter()
+    .any(|var| std::env::var_os(var).is_some())
+}
+
+/// The processes the MPI launcher started, when it says.
+pub fn mpi_launched_size() -> Option<usize> {
+    ["OMPI_COMM_WORLD_SIZE", "PMI_SIZE"]
+        .iter()
+        .find_map(|var| std::env::var(var).ok()?.parse().ok())
+}
+
+/// What a suite with a harness of its own prints when it cannot run here: libtest's report of
+/// an ignored test, so that the runner counts it ignored, not passed.
+pub fn report_ignored(name: &str, why: &str) {
+    println!("\nrunning 1 test");
+    println!("test {name} ... ignored, {why}");
+    println!(
+        "\ntest result: ok. 0 passed; 0 failed; 1 ignored; 0 measured; 0 filtered out; \
+         finished in 0.00s\n"
+    );
+}

@@ -1,6 +1,7 @@
 //! How a process waits for MPI without a blocking call: test, then spin, yield or sleep.
 
 use std::sync::OnceLock;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 /// Waits between tests: busy for the first microseconds (answers on a node come back that
@@ -93,17 +94,69 @@ impl Backoff {
     }
 }
 
-/// Whether this rank shares its core with other ranks: mpirun says so when it places more
-/// ranks on a node than it has slots (`OMPI_MCA_mpi_oversubscribe`), and a user who wants
-/// Open MPI's own waits to yield says so with `OMPI_MCA_mpi_yield_when_idle`. A rank with a
-/// core of its own spins until a reply due soon arrives: a yield there hands the core to any
-/// other process for a whole time slice, a scheduler round trip per message.
-pub(super) fn shares_core() -> bool {
-    static SHARES: OnceLock<bool> = OnceLock::new();
-    *SHARES.get_or_init(|| {
+/// Processes of this job started on this node besides those the launcher counts: workers the
+/// master spawned here, or, in a spawned worker, the processes already on the master's node.
+static SPAWNED_HERE: AtomicUsize = AtomicUsize::new(0);
+
+/// Counts `n` more processes spawned onto this node.
+pub(super) fn spawned_here(n: usize) {
+    SPAWNED_HERE.fetch_add(n, Ordering::Relaxed);
+}
+
+/// Counts one process spawned onto this node less: it was released or lost.
+pub(super) fn left_here() {
+    let _ = SPAWNED_HERE.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| {
+        Some(n.saturating_sub(1))
+    });
+}
+
+/// Processes of this job on this node, as far as it knows: the launcher's and the spawned.
+pub(super) fn processes_here() -> usize {
+    here().1 + SPAWNED_HERE.load(Ordering::Relaxed)
+}
+
+/// Asked to yield (Open MPI's variables), the processes the launcher started on this node, and
+/// its cores.
+fn here() -> (bool, usize, usize) {
+    static HERE: OnceLock<(bool, usize, usize)> = OnceLock::new();
+    *HERE.get_or_init(|| {
         let set = |name| std::env::var(name).is_ok_and(|v| truthy(&v));
-        set("OMPI_MCA_mpi_oversubscribe") || set("OMPI_MCA_mpi_yield_when_idle")
+        let asked = set("OMPI_MCA_mpi_oversubscribe") || set("OMPI_MCA_mpi_yield_when_idle");
+        let launched = crate::launch::detect()
+            .and_then(|launch| launch.local)
+            .unwrap_or(1);
+        (asked, launched, node_cores())
     })
+}
+
+/// Whether this rank shares its core with other processes of the job: more of them run on
+/// this node than it has cores. The launcher says how many it started here (Open MPI's
+/// `OMPI_COMM_WORLD_LOCAL_SIZE`, hydra's `MPI_LOCALNRANKS`, Slurm's tasks per node), the
+/// spawner how many it added ([`spawned_here`]); a user who wants Open MPI's own waits to yield
+/// says so with `OMPI_MCA_mpi_yield_when_idle`, which counts too. A rank with a core of its own
+/// spins until a reply due soon arrives: a yield there hands the core to any other process for
+/// a whole time slice, a scheduler round trip per message.
+pub(super) fn shares_core() -> bool {
+    let (asked, _, cores) = here();
+    asked || crowded(processes_here(), cores)
+}
+
+/// Whether `processes` busy on a node of `cores` cores must share them.
+fn crowded(processes: usize, cores: usize) -> bool {
+    processes > cores
+}
+
+/// The cores of this node: those online, not those this process is bound to (a launcher that
+/// binds each rank to one core leaves it one, and the ranks still have a core each).
+#[allow(unsafe_code)]
+fn node_cores() -> usize {
+    // SAFETY: sysconf reads a system value and has no preconditions.
+    let online = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
+    usize::try_from(online)
+        .ok()
+        .filter(|&n| n > 0)
+        .or_else(|| std::thread::available_parallelism().ok().map(|n| n.get()))
+        .unwrap_or(1)
 }
 
 /// How Open MPI reads a boolean parameter.
@@ -116,7 +169,15 @@ fn truthy(value: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::truthy;
+    use super::{crowded, truthy};
+
+    #[test]
+    fn ranks_share_cores_when_more_run_on_the_node_than_it_has() {
+        assert!(!crowded(1, 1));
+        assert!(!crowded(2, 2));
+        assert!(crowded(3, 2));
+        assert!(crowded(7, 4));
+    }
 
     #[test]
     fn open_mpi_booleans_read_as_open_mpi_reads_them() {

@@ -86,6 +86,9 @@ where
         return Ok(None);
     }
     let world = SimpleCommunicator::world().duplicate();
+    if world.rank() == 0 {
+        super::library::warn_at_start();
+    }
     let size = world.size() as usize;
     if size < 2 {
         return Err(crate::launch::too_few_processes(
@@ -120,11 +123,11 @@ where
     } else if rank == 0 && pool < asked {
         eprintln!(
             "warning: --max-workers {asked} asks for {} worker(s) beyond the {launched} launched \
-             rank(s), but the allocation has room for {} more (MPI_UNIVERSE_SIZE {}, without \
-             mpirun's `--oversubscribe`); the run goes on with a pool of {pool}",
+             rank(s), but the allocation has room for {} more ({}); the run goes on with a pool \
+             of {pool}",
             asked - launched,
             pool - launched,
-            spawn::universe_size().unwrap_or(size),
+            spawn::no_room(size),
         );
     }
     let layout = layout::gather(&world, pool - launched);
@@ -136,7 +139,9 @@ where
                  which all take part in the pool"
             );
         }
-        let contact = lifelines.as_ref().map(|l| l.contact().encode());
+        let contact = lifelines
+            .as_ref()
+            .map(|l| (l.contact().encode(), l.contact().secret()));
         let spawner = Spawner::new(launched, pool, contact);
         let mut link = MpiMaster::new(world, config.protocol, layout, lifelines, spawner);
         // Unless told otherwise, a pool that can grow and whose `nworkers` is tuned starts with
@@ -190,7 +195,7 @@ fn serve_spawned<W: crate::app::Worker>(
     universe: Option<mpi::environment::Universe>,
     joining: &spawn::Joining,
 ) {
-    let Some((parent, merged)) = spawn::join() else {
+    let Some((parent, merged, secret)) = spawn::join() else {
         eprintln!(
             "warning: this process was started as a spawned worker (`{}` is set) but has no \
              parent to join; it stops",
@@ -199,7 +204,7 @@ fn serve_spawned<W: crate::app::Worker>(
         finalize(universe, false);
         return;
     };
-    lifeline::join_spawned(&joining.contact, joining.index as u32 + 1);
+    lifeline::join_spawned(&joining.contact, secret, joining.index as u32 + 1);
     let setup = crate::app::WorkerSetup {
         index: joining.index,
         pool: joining.pool,

@@ -171,32 +171,31 @@ fn facing(mine: &[Address], theirs: &[Address]) -> Option<IpAddr> {
 }
 
 /// What a worker needs to reach the master: the run's secret, the master's node and where it
-/// listens. Handed to spawned workers in their environment as `SECRET/NODE/ENDPOINTS` (hex,
-/// hex, comma-separated socket addresses).
+/// listens. A spawned worker is told the node and the endpoints in its environment as
+/// `NODE/ENDPOINTS` (hex, comma-separated socket addresses), and the secret over MPI once it
+/// joined: the environment travels in the arguments of the command MPI spawns, which any local
+/// user can read while it starts.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct Contact {
-    secret: [u8; SECRET],
+    secret: Secret,
     node: [u8; NODE],
     endpoints: Vec<SocketAddr>,
 }
 
+/// The run's secret.
+pub(super) type Secret = [u8; SECRET];
+
 impl Contact {
+    /// The node and the endpoints, without the secret.
     pub(super) fn encode(&self) -> String {
         let endpoints: Vec<String> = self.endpoints.iter().map(ToString::to_string).collect();
-        format!(
-            "{}/{}/{}",
-            hex(&self.secret),
-            hex(&self.node),
-            endpoints.join(",")
-        )
+        format!("{}/{}", hex(&self.node), endpoints.join(","))
     }
 
-    pub(super) fn decode(text: &str) -> Option<Contact> {
-        let mut fields = text.splitn(3, '/');
-        let secret = unhex(fields.next()?)?.try_into().ok()?;
-        let node = unhex(fields.next()?)?.try_into().ok()?;
-        let endpoints = fields
-            .next()?
+    fn decode(text: &str, secret: Secret) -> Option<Contact> {
+        let (node, endpoints) = text.split_once('/')?;
+        let node = unhex(node)?.try_into().ok()?;
+        let endpoints = endpoints
             .split(',')
             .filter(|e| !e.is_empty())
             .map(|e| e.parse().ok())
@@ -208,6 +207,10 @@ impl Contact {
         })
     }
 
+    pub(super) fn secret(&self) -> Secret {
+        self.secret
+    }
+
     /// The endpoints a worker of the node `node` tries, in order: the loopback ones on the
     /// master's node, the others elsewhere.
     fn for_node(&self, node: &[u8; NODE]) -> impl Iterator<Item = SocketAddr> + '_ {
@@ -217,6 +220,12 @@ impl Contact {
             .copied()
             .filter(move |e| e.ip().is_loopback() == local)
     }
+}
+
+/// Whether this process runs on the master's node, as a spawned worker's `contact` (encoded)
+/// tells.
+pub(super) fn on_masters_node(contact: &str) -> bool {
+    Contact::decode(contact, [0; SECRET]).is_some_and(|c| c.node == node_identity())
 }
 
 fn hex(bytes: &[u8]) -> String {
@@ -339,10 +348,10 @@ pub(super) fn connect(world: &SimpleCommunicator, pool: usize, slots: usize) -> 
     (!lifelines.listeners.is_empty()).then_some(lifelines)
 }
 
-/// On a spawned worker: connects its lifeline as the master's `contact` says, saying it is
-/// worker `rank - 1`.
-pub(super) fn join_spawned(contact: &str, rank: u32) {
-    let Some(contact) = Contact::decode(contact) else {
+/// On a spawned worker: connects its lifeline as the master's `contact` (encoded) says, with
+/// the run's `secret`, saying it is worker `rank - 1`.
+pub(super) fn join_spawned(contact: &str, secret: Secret, rank: u32) {
+    let Some(contact) = Contact::decode(contact, secret) else {
         eprintln!(
             "warning: spawned worker {} was told no way to reach the master; if it dies, the \
              master notices only by its silence",
@@ -654,14 +663,16 @@ mod tests {
                 "[fd00::1]:4002".parse().unwrap(),
             ],
         };
-        let decoded = Contact::decode(&contact.encode()).unwrap();
+        let encoded = contact.encode();
+        assert!(!encoded.contains("abab"), "the secret stays out: {encoded}");
+        let decoded = Contact::decode(&encoded, [0xab; SECRET]).unwrap();
         assert_eq!(decoded, contact);
         let local: Vec<_> = decoded.for_node(&[3; NODE]).collect();
         assert_eq!(local, vec![contact.endpoints[0]]);
         let remote: Vec<_> = decoded.for_node(&[4; NODE]).collect();
         assert_eq!(remote, contact.endpoints[1..]);
-        assert!(Contact::decode("zz/00/").is_none());
-        assert!(Contact::decode("").is_none());
+        assert!(Contact::decode("zz/", [0; SECRET]).is_none());
+        assert!(Contact::decode("", [0; SECRET]).is_none());
     }
 
     #[test]

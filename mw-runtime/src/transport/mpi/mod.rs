@@ -50,6 +50,7 @@ mod bootstrap;
 mod framing;
 mod kill;
 mod layout;
+mod library;
 mod lifeline;
 mod master_link;
 mod messages;
@@ -68,6 +69,8 @@ const CHUNK: Tag = 2;
 const STOP: Tag = 3;
 /// End the process whose id follows, on this node: the master gave up on it.
 const KILL: Tag = 4;
+/// The run's lifeline secret, to a spawned worker once it joined.
+const LIFELINE: Tag = 5;
 /// The byte of a `Stop` telling the worker to leave without `MPI_Finalize`.
 const LEAVE_UNFINALIZED: u8 = 1;
 const READY: Tag = 11;

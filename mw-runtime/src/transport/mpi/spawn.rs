@@ -16,7 +16,16 @@
 //!
 //! The spawned process runs the same program with the same arguments; it learns that it is a
 //! spawned worker, its index, the pool and the master's lifeline from [`ENV`], set in its
-//! environment through Open MPI's `ompi_param` info key.
+//! environment by `env`, which MPI spawns with the variable and the program as its arguments:
+//! every library passes a spawned process its arguments (Open MPI alone reads its `ompi_param`
+//! info key), and the process knows what it is before MPI starts (`--backend auto` reads it).
+//!
+//! Where spawned processes may go is each library's own: Open MPI 4's `mpirun --oversubscribe`
+//! says so in the ranks' environment (`OMPI_MCA_rmaps_base_oversubscribe`); Open MPI 5's says
+//! nothing, so the variable is given with `-x`, and each spawn then asks to oversubscribe (info
+//! keys `map_by` and `bind_to`); hydra (MPICH, Intel MPI) leaves `MPI_UNIVERSE_SIZE` unset
+//! unless told (`-usize`), and spawns onto its hosts as asked. Intel MPI spawns only with
+//! `I_MPI_SPAWN=on` (without it `MPI_Comm_spawn` crashes), so without it none is tried.
 //!
 //! A spawn takes about a quarter of a second (240 ms on one node here), during which the master
 //! waits: MPI has no nonblocking spawn, and spawning from a thread of its own would need
@@ -44,11 +53,13 @@ use mpi::topology::{Communicator, InterCommunicator, MergeOrder, SimpleCommunica
 use super::backoff::Backoff;
 use super::framing::{Body, Comms, INLINE, Outgoing};
 use super::layout::Place;
+use super::library::{self, Vendor};
+use super::lifeline::Secret;
 use super::posted::{self, Posted, Received};
 
 /// The environment variable that makes a process a spawned worker:
-/// `INDEX:POOL:CONTACT`, the worker's index, the pool, and how its lifeline reaches the master
-/// (in the environment, which only the user who runs the job can read: it holds the run's secret).
+/// `INDEX:POOL:CROWD:CONTACT`, the worker's index, the pool, the processes of the job on the
+/// master's node with this one, and how its lifeline reaches the master.
 pub(crate) const ENV: &str = crate::launch::SPAWNED_WORKER;
 
 /// How long the master waits for a spawned process to say where it runs.
@@ -81,6 +92,8 @@ pub(super) struct Spawned {
     /// Sends in progress to it, oldest first.
     pub(super) posted: VecDeque<Posted>,
     pub(super) place: Place,
+    /// It runs on the master's node.
+    here: bool,
 }
 
 /// What became of a message from a spawned worker.
@@ -99,7 +112,7 @@ pub(super) struct Spawner {
     /// What spawned workers run, and where their lifeline reaches the master.
     program: CString,
     args: Vec<CString>,
-    lifeline: Option<String>,
+    lifeline: Option<(String, Secret)>,
     /// Processes the allocation can still take (`None`: no limit known, or `--oversubscribe`).
     free: Option<usize>,
     /// Why no more workers are spawned, once said.
@@ -125,7 +138,7 @@ pub(super) struct Spawner {
 
 impl Spawner {
     /// Slots for the workers `launched..pool`; `lifeline` is where they reach the master.
-    pub(super) fn new(launched: usize, pool: usize, lifeline: Option<String>) -> Self {
+    pub(super) fn new(launched: usize, pool: usize, lifeline: Option<(String, Secret)>) -> Self {
         let slots = pool.saturating_sub(launched);
         let program = std::env::current_exe()
             .ok()
@@ -200,10 +213,10 @@ impl Spawner {
             return Err(why);
         }
         if self.free == Some(0) {
-            let why = "the allocation has no free slot for another process (MPI_UNIVERSE_SIZE); \
-                       give mpirun `--oversubscribe` or a hostfile with free slots, or in a \
-                       batch job ask for more tasks than mpirun's `-np`"
-                .to_owned();
+            let why = format!(
+                "the allocation has no free slot for another process ({})",
+                no_room(self.launched + 1)
+            );
             return Err(self.refuse(worker, why));
         }
         let started = Instant::now();
@@ -318,13 +331,31 @@ impl Spawner {
     /// Spawns one process for `worker`, merges its intercommunicator and takes its handshake.
     fn spawn(&mut self, worker: usize) -> Result<Spawned, String> {
         let pool = self.launched + self.slots.len();
-        let contact = self.lifeline.as_deref().unwrap_or_default();
-        let value = format!("{ENV}={worker}:{pool}:{contact}");
-        let inter = watched(worker, || spawn_one(&self.program, &self.args, &value))
-            .inspect_err(|_| self.broken = true)?;
+        let (contact, secret) = self.lifeline.clone().unwrap_or_default();
+        let crowd = super::backoff::processes_here() + 1;
+        let value = format!("{ENV}={worker}:{pool}:{crowd}:{contact}");
+        let oversubscribe = self.free.is_none();
+        let inter = watched(worker, || {
+            spawn_one(&self.program, &self.args, &value, oversubscribe)
+        })
+        .inspect_err(|_| self.broken = true)?;
         let merged = inter.merge(MergeOrder::Low);
         posted::errors_return(&merged);
         let place = handshake(&merged)?;
+        // The secret of its lifeline, which its arguments must not hold.
+        let told = Posted::send(
+            &merged,
+            1,
+            super::LIFELINE,
+            Outgoing::Own(secret.to_vec()),
+            0..secret.len(),
+            false,
+        );
+        drop(told.finish());
+        let here = place.node == mpi::environment::processor_name().unwrap_or_default();
+        if here {
+            super::backoff::spawned_here(1);
+        }
         // Collective with the worker, which makes its bulk communicator the same way.
         let bulk = merged.duplicate();
         posted::errors_return(&bulk);
@@ -336,6 +367,7 @@ impl Spawner {
             inter,
             posted: VecDeque::new(),
             place,
+            here,
         })
     }
 
@@ -372,6 +404,9 @@ impl Spawner {
         match std::mem::replace(slot, Slot::Out) {
             Slot::Running(spawned) | Slot::Stopping { spawned, .. } => {
                 let place = spawned.place.clone();
+                if spawned.here {
+                    super::backoff::left_here();
+                }
                 spawned.posted.into_iter().for_each(Posted::abandon);
                 std::mem::forget(spawned.comms);
                 std::mem::forget(spawned.inter);
@@ -510,6 +545,9 @@ impl Spawner {
                 send.test();
                 drop(send);
             }
+            if spawned.here {
+                super::backoff::left_here();
+            }
             self.released.push(worker);
             if self.leaving {
                 // The worker leaves without disconnecting: waiting for it would never end.
@@ -569,15 +607,64 @@ fn has_message(comms: &Comms) -> bool {
     mpi::point_to_point::Source::immediate_probe(&comms.inline.process_at_rank(1)).is_some()
 }
 
-/// Processes the allocation can take beyond the `taken` ones: `None` when unlimited
-/// (`--oversubscribe`) or unknown.
+/// Processes the allocation can take beyond the `taken` ones: `None` when unlimited (the
+/// launch lets processes share cores) or unknown; none where spawning is off.
 pub(super) fn free_slots(taken: usize) -> Option<usize> {
-    let oversubscribed = std::env::var("OMPI_MCA_rmaps_base_oversubscribe")
-        .is_ok_and(|v| matches!(v.trim(), "1" | "true" | "t" | "yes" | "y"));
-    if oversubscribed {
+    if spawning_off().is_some() {
+        return Some(0);
+    }
+    let universe = universe_size();
+    if oversubscribing() || universe.is_some_and(|size| size < taken) {
         return None;
     }
-    universe_size().map(|size| size.saturating_sub(taken))
+    universe.map(|size| size.saturating_sub(taken))
+}
+
+/// Whether the launch lets spawned processes share cores: `OMPI_MCA_rmaps_base_oversubscribe`,
+/// which Open MPI 4's `mpirun --oversubscribe` sets in the ranks' environment and Open MPI 5's
+/// is given with `-x`.
+fn oversubscribing() -> bool {
+    std::env::var("OMPI_MCA_rmaps_base_oversubscribe")
+        .is_ok_and(|v| matches!(v.trim(), "1" | "true" | "t" | "yes" | "y"))
+}
+
+/// Why this library spawns nothing, if it does not.
+fn spawning_off() -> Option<&'static str> {
+    let on = std::env::var("I_MPI_SPAWN").is_ok_and(|v| {
+        matches!(
+            v.trim().to_ascii_lowercase().as_str(),
+            "on" | "1" | "yes" | "enable"
+        )
+    });
+    (library::runs_on(Vendor::Intel) && !on).then_some(
+        "Intel MPI spawns processes only with `I_MPI_SPAWN=on` in the environment (`mpiexec \
+         -genv I_MPI_SPAWN on`); without it MPI_Comm_spawn crashes",
+    )
+}
+
+/// Why no process can be spawned beyond the `taken` ones, and what makes room, in this
+/// library's words.
+pub(super) fn no_room(taken: usize) -> String {
+    if let Some(why) = spawning_off() {
+        return why.to_owned();
+    }
+    let universe = universe_size().unwrap_or(taken);
+    let open_mpi = library::running().filter(|l| l.vendor == Vendor::OpenMpi);
+    match open_mpi.map(library::Library::major) {
+        Some("4") => format!(
+            "MPI_UNIVERSE_SIZE {universe}, without mpirun's `--oversubscribe`; give it, or a \
+             hostfile with free slots, or in a batch job ask for more tasks than mpirun's `-np`"
+        ),
+        Some(_) => format!(
+            "MPI_UNIVERSE_SIZE {universe}; Open MPI 5's mpirun does not tell its ranks that it \
+             may oversubscribe: add `-x OMPI_MCA_rmaps_base_oversubscribe=1` to let spawned \
+             workers share cores, or give it a hostfile with free slots"
+        ),
+        None => format!(
+            "MPI_UNIVERSE_SIZE {universe}; give mpiexec a larger universe (`-usize N`) or hosts \
+             with free slots"
+        ),
+    }
 }
 
 /// `MPI_UNIVERSE_SIZE`: the processes the allocation can hold, when MPI knows.
@@ -600,14 +687,33 @@ pub(super) fn universe_size() -> Option<usize> {
 }
 
 /// `MPI_Comm_spawn` of one process running `program` with `args`, `env` (`NAME=VALUE`) in its
-/// environment; Open MPI's reason when it fails.
-fn spawn_one(program: &CString, args: &[CString], env: &str) -> Result<InterCommunicator, String> {
-    let key = CString::new("ompi_param").unwrap_or_default();
-    let value = CString::new(env).map_err(|e| e.to_string())?;
-    let mut argv: Vec<*mut c_char> = args
-        .iter()
+/// environment: MPI spawns [`ENV_COMMAND`] with `env`, `program` and `args` as arguments. With
+/// `oversubscribe` on Open MPI 5, the spawn asks to share cores (Open MPI 4 takes that from
+/// mpirun). MPI's reason when it fails.
+fn spawn_one(
+    program: &CString,
+    args: &[CString],
+    env: &str,
+    oversubscribe: bool,
+) -> Result<InterCommunicator, String> {
+    let command = CString::new(ENV_COMMAND).unwrap_or_default();
+    let env = CString::new(env).map_err(|e| e.to_string())?;
+    let mut argv: Vec<*mut c_char> = [&env, program]
+        .into_iter()
+        .chain(args)
         .map(|a| a.as_ptr().cast_mut())
         .chain(std::iter::once(std::ptr::null_mut()))
+        .collect();
+    let open_mpi_5 =
+        library::running().is_some_and(|l| l.vendor == Vendor::OpenMpi && l.major() != "4");
+    let keys: &[(&str, &str)] = if oversubscribe && open_mpi_5 {
+        &[("map_by", ":OVERSUBSCRIBE"), ("bind_to", "none")]
+    } else {
+        &[]
+    };
+    let keys: Vec<(CString, CString)> = keys
+        .iter()
+        .filter_map(|(k, v)| Some((CString::new(*k).ok()?, CString::new(*v).ok()?)))
         .collect();
     // SAFETY: every pointer given to MPI points to a live, nul-terminated string or array for
     // the duration of the calls; the info object is freed before returning; the intercommunicator
@@ -617,11 +723,13 @@ fn spawn_one(program: &CString, args: &[CString], env: &str) -> Result<InterComm
         ffi::MPI_Comm_set_errhandler(self_comm, ffi::RSMPI_ERRORS_RETURN);
         let mut info = ffi::RSMPI_INFO_NULL;
         ffi::MPI_Info_create(&mut info);
-        ffi::MPI_Info_set(info, key.as_ptr(), value.as_ptr());
+        for (key, value) in &keys {
+            ffi::MPI_Info_set(info, key.as_ptr(), value.as_ptr());
+        }
         let mut inter = ffi::RSMPI_COMM_NULL;
         let mut code: c_int = 0;
         let status = ffi::MPI_Comm_spawn(
-            program.as_ptr(),
+            command.as_ptr(),
             argv.as_mut_ptr(),
             1,
             info,
@@ -643,6 +751,10 @@ fn spawn_one(program: &CString, args: &[CString], env: &str) -> Result<InterComm
     }
 }
 
+/// What MPI spawns: POSIX's `env`, at the one path every Unix has it, which sets the variable
+/// and runs the program in its place (the same process for MPI).
+const ENV_COMMAND: &str = "/usr/bin/env";
+
 /// How long a spawn may take before the user is told it hangs.
 const SLOW_SPAWN: Duration = Duration::from_secs(20);
 
@@ -651,12 +763,19 @@ const SLOW_SPAWN: Duration = Duration::from_secs(20);
 /// 2735; here about one spawn in a hundred), and nothing but ending the job gets it out.
 fn watched<T>(worker: usize, spawn: impl FnOnce() -> T) -> T {
     let (done, waiting) = std::sync::mpsc::channel::<()>();
+    let open_mpi_4 =
+        library::running().is_some_and(|l| l.vendor == Vendor::OpenMpi && l.major() == "4");
+    let known = if open_mpi_4 {
+        "Open MPI 4.1 with PMIx 4 hangs now and then in MPI_Comm_spawn; "
+    } else {
+        ""
+    };
     let watchdog = std::thread::spawn(move || {
         if waiting.recv_timeout(SLOW_SPAWN) == Err(std::sync::mpsc::RecvTimeoutError::Timeout) {
             eprintln!(
-                "warning: spawning worker {worker} has not returned after {} s: Open MPI 4.1 with \
-                 PMIx 4 hangs now and then in MPI_Comm_spawn; end the job and start it again, or \
-                 launch every worker with mpirun's `-np` instead of spawning them",
+                "warning: spawning worker {worker} has not returned after {} s: {known}end the \
+                 job and start it again, or launch every worker with the launcher's `-n` instead \
+                 of spawning them",
                 SLOW_SPAWN.as_secs()
             );
         }
@@ -706,6 +825,8 @@ fn handshake(merged: &SimpleCommunicator) -> Result<Place, String> {
 pub(crate) struct Joining {
     pub(crate) index: usize,
     pub(crate) pool: usize,
+    /// Processes of the job on the master's node, this one included, when it was spawned.
+    pub(crate) crowd: usize,
     /// How its lifeline reaches the master (`lifeline::Contact`, encoded).
     pub(crate) contact: String,
 }
@@ -715,24 +836,29 @@ pub(super) fn joining() -> Option<Joining> {
     parse_joining(&std::env::var(ENV).ok()?)
 }
 
-/// `INDEX:POOL:CONTACT` (the contact may hold colons, as IPv6 addresses do).
+/// `INDEX:POOL:CROWD:CONTACT` (the contact may hold colons, as IPv6 addresses do).
 fn parse_joining(value: &str) -> Option<Joining> {
-    let mut fields = value.splitn(3, ':');
+    let mut fields = value.splitn(4, ':');
     Some(Joining {
         index: fields.next()?.parse().ok()?,
         pool: fields.next()?.parse().ok()?,
+        crowd: fields.next()?.parse().ok()?,
         contact: fields.next()?.to_owned(),
     })
 }
 
 /// The worker's side: its parent intercommunicator merged (the master at rank 0), and its
 /// handshake sent. `None` when the process has no parent.
-pub(super) fn join() -> Option<(InterCommunicator, SimpleCommunicator)> {
+pub(super) fn join() -> Option<(InterCommunicator, SimpleCommunicator, Secret)> {
     let parent = SimpleCommunicator::world().parent()?;
     let merged = parent.merge(MergeOrder::High);
     posted::errors_return(&merged);
     let mut bytes = [0u8; NAME + 4];
     let name = mpi::environment::processor_name().unwrap_or_default();
+    // On the master's node, the processes already there share its cores with this one.
+    if let Some(joining) = joining().filter(|j| super::lifeline::on_masters_node(&j.contact)) {
+        super::backoff::spawned_here(joining.crowd.saturating_sub(1));
+    }
     let len = name.len().min(NAME);
     bytes[..len].copy_from_slice(&name.as_bytes()[..len]);
     bytes[NAME..].copy_from_slice(&std::process::id().to_le_bytes());
@@ -746,7 +872,27 @@ pub(super) fn join() -> Option<(InterCommunicator, SimpleCommunicator)> {
     );
     drop(send.finish());
     debug_assert!(bytes.len() <= INLINE);
-    Some((parent, merged))
+    // The master answers with the secret of the lifeline.
+    let mut secret = vec![0u8; std::mem::size_of::<Secret>()];
+    let deadline = Instant::now() + HANDSHAKE;
+    let mut backoff = Backoff::new(Duration::from_millis(1), Duration::from_millis(1));
+    let whole = 0..secret.len();
+    let told = posted::receive(
+        &merged,
+        Some(0),
+        Some(super::LIFELINE),
+        &mut secret,
+        whole,
+        || {
+            backoff.wait();
+            Instant::now() < deadline
+        },
+    );
+    let secret = match told {
+        Received::Message(_) => Secret::try_from(secret.as_slice()).unwrap_or_default(),
+        Received::GaveUp | Received::Failed(_) => Secret::default(),
+    };
+    Some((parent, merged, secret))
 }
 
 #[cfg(test)]
@@ -757,10 +903,11 @@ mod tests {
 
     #[test]
     fn a_spawned_worker_reads_its_index_pool_and_the_masters_lifeline() {
-        let joining = parse_joining("3:6:ab/01/127.0.0.1:40123,[fd00::1]:40124").unwrap();
-        assert_eq!((joining.index, joining.pool), (3, 6));
+        let joining = parse_joining("3:6:4:ab/01/127.0.0.1:40123,[fd00::1]:40124").unwrap();
+        assert_eq!((joining.index, joining.pool, joining.crowd), (3, 6, 4));
         assert_eq!(joining.contact, "ab/01/127.0.0.1:40123,[fd00::1]:40124");
-        assert!(parse_joining("1:notapool:x").is_none());
+        assert!(parse_joining("1:notapool:3:x").is_none());
+        assert!(parse_joining("1:2:x").is_none());
         assert!(parse_joining("1:2").is_none());
     }
 }

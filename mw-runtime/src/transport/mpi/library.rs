@@ -1,0 +1,264 @@
+//! Which MPI library this process runs on, and what of it the runtime must say at start: a
+//! library other than the one the program was built against, and a launch line that asks one
+//! library for what only another understands.
+//!
+//! The library is read from `MPI_Get_library_version`, the one it was built against from the
+//! `mpi.h` its build compiled against ([`BUILT_AGAINST`](crate::launch::BUILT_AGAINST)). Open
+//! MPI 4 and 5 share the soname `libmpi.so.40` but not their ABI, so a build for one that finds
+//! the other starts, and then fails in ways that say nothing of the cause.
+#![allow(unsafe_code)]
+
+use std::sync::OnceLock;
+
+/// An MPI implementation, as far as the runtime treats them differently.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Vendor {
+    OpenMpi,
+    Mpich,
+    Intel,
+}
+
+/// A library and its version (`5.0.11`, `2021.19`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Library {
+    pub(super) vendor: Vendor,
+    pub(super) version: String,
+}
+
+impl Library {
+    /// From the text of `MPI_Get_library_version`: `Open MPI v4.1.4, package: ...`,
+    /// `MPICH Version:      5.0.2` and more lines, `Intel(R) MPI Library 2021.19 for Linux* OS`.
+    fn from_version_text(text: &str) -> Option<Library> {
+        let after = |prefix: &str| {
+            let rest = text[text.find(prefix)? + prefix.len()..].trim_start();
+            let version: String = rest
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '.')
+                .collect();
+            (!version.is_empty()).then_some(version)
+        };
+        let (vendor, version) = if let Some(v) = after("Intel(R) MPI Library") {
+            (Vendor::Intel, v)
+        } else if let Some(v) = after("Open MPI v") {
+            (Vendor::OpenMpi, v)
+        } else {
+            (Vendor::Mpich, after("MPICH Version:")?)
+        };
+        Some(Library { vendor, version })
+    }
+
+    /// From the build's `Open MPI 4.1.4`, `MPICH 5.0.2`, `Intel MPI 2021.19.0`.
+    fn from_name(name: &str) -> Option<Library> {
+        let (vendor, version) = name.rsplit_once(' ')?;
+        let vendor = match vendor {
+            "Open MPI" => Vendor::OpenMpi,
+            "MPICH" => Vendor::Mpich,
+            "Intel MPI" => Vendor::Intel,
+            _ => return None,
+        };
+        Some(Library {
+            vendor,
+            version: version.to_owned(),
+        })
+    }
+
+    /// The version's first number: Open MPI 4 and 5 differ in ABI.
+    pub(super) fn major(&self) -> &str {
+        self.version.split('.').next().unwrap_or_default()
+    }
+
+    /// The same library as `other` as far as a build goes: same vendor and release series.
+    fn same_series(&self, other: &Library) -> bool {
+        fn series(l: &Library) -> Vec<&str> {
+            l.version.split('.').take(2).collect()
+        }
+        self.vendor == other.vendor && series(self) == series(other)
+    }
+}
+
+impl std::fmt::Display for Library {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let name = match self.vendor {
+            Vendor::OpenMpi => "Open MPI",
+            Vendor::Mpich => "MPICH",
+            Vendor::Intel => "Intel MPI",
+        };
+        write!(f, "{name} {}", self.version)
+    }
+}
+
+/// The library this process runs on; `None` when its version text is not one of the known.
+pub(super) fn running() -> Option<&'static Library> {
+    static RUNNING: OnceLock<Option<Library>> = OnceLock::new();
+    RUNNING
+        .get_or_init(|| {
+            let text = mpi::environment::library_version().ok()?;
+            Library::from_version_text(&text)
+        })
+        .as_ref()
+}
+
+/// Whether this process runs on `vendor`'s library.
+pub(super) fn runs_on(vendor: Vendor) -> bool {
+    running().is_some_and(|l| l.vendor == vendor)
+}
+
+/// Says on stderr, one line each, what is wrong with the library or the launch line. Called by
+/// rank 0 once MPI is initialized.
+pub(super) fn warn_at_start() {
+    let built = crate::launch::BUILT_AGAINST.and_then(Library::from_name);
+    let var = |key: &str| std::env::var(key).ok();
+    for warning in warnings(built.as_ref(), running(), &var, loaded_from()) {
+        eprintln!("warning: {warning}");
+    }
+}
+
+/// The warnings for a build against `built` running on `running` (loaded from `path`), in an
+/// environment read by `var`.
+fn warnings(
+    built: Option<&Library>,
+    running: Option<&Library>,
+    var: &dyn Fn(&str) -> Option<String>,
+    path: Option<String>,
+) -> Vec<String> {
+    let mut said = Vec::new();
+    if let (Some(built), Some(running)) = (built, running) {
+        if !built.same_series(running) {
+            let from = path.map_or_else(String::new, |p| format!(" from {p}"));
+            said.push(format!(
+                "this program was built against {built} but loaded {running}{from}: run it with \
+                 the library it was built against first in the library path (its `lib` folder \
+                 in LD_LIBRARY_PATH), or rebuild it against this one"
+            ));
+        }
+    }
+    let set = |key: &str| {
+        var(key).is_some_and(|v| {
+            matches!(
+                v.trim().to_ascii_lowercase().as_str(),
+                "1" | "true" | "t" | "yes" | "y" | "enabled"
+            )
+        })
+    };
+    let open_mpi_5 = running.is_some_and(|l| l.vendor == Vendor::OpenMpi && l.major() != "4");
+    if open_mpi_5 && set("OMPI_MCA_orte_enable_recovery") {
+        said.push(
+            "Open MPI 5 ignores `--mca orte_enable_recovery 1` (an Open MPI 4 parameter): unless \
+             mpirun was also given `--enable-recovery`, a rank that dies ends the job"
+                .to_owned(),
+        );
+    }
+    if open_mpi_5 && set("OMPI_MCA_mpi_ft_enable") {
+        said.push(
+            "under `mpirun --with-ft ulfm` a rank that dies fails the master's receives until \
+             the failure is acknowledged (MPIX_ERR_PROC_FAILED_PENDING), which the runtime does \
+             not do, and the run never ends: launch with `mpirun --enable-recovery` to go on \
+             without a lost rank"
+                .to_owned(),
+        );
+    }
+    if running.is_some_and(|l| l.vendor == Vendor::Mpich) && set("OMPI_MCA_orte_enable_recovery") {
+        said.push(
+            "`orte_enable_recovery` is Open MPI's: MPICH ends the whole job when a rank dies, \
+             with or without `-disable-auto-cleanup`"
+                .to_owned(),
+        );
+    }
+    said
+}
+
+/// The file the MPI library was loaded from.
+fn loaded_from() -> Option<String> {
+    let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
+    let symbol = mpi::ffi::MPI_Init as *const libc::c_void;
+    // SAFETY: dladdr only reads the loader's tables for an address of this process; the name
+    // it returns points into them and is copied at once.
+    let found = unsafe { libc::dladdr(symbol, &mut info) };
+    if found == 0 || info.dli_fname.is_null() {
+        return None;
+    }
+    // SAFETY: a non-null `dli_fname` is a nul-terminated string owned by the loader.
+    let name = unsafe { std::ffi::CStr::from_ptr(info.dli_fname) };
+    Some(name.to_string_lossy().into_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    /// The first lines of `MPI_Get_library_version` of the four libraries.
+    const OPEN_MPI_4: &str = "Open MPI v4.1.4, package: Debian OpenMPI, ident: 4.1.4, repo rev: \
+                              v4.1.4, May 26, 2022";
+    const OPEN_MPI_5: &str = "Open MPI v5.0.11, package: Open MPI runner@host Distribution, \
+                              ident: 5.0.11, repo rev: v5.0.11, Oct 01, 2026";
+    const MPICH: &str = "MPICH Version:      5.0.2\nMPICH Release date: unreleased";
+    const INTEL: &str = "Intel(R) MPI Library 2021.19 for Linux* OS\n";
+
+    fn read(text: &str) -> Library {
+        Library::from_version_text(text).unwrap()
+    }
+
+    #[test]
+    fn each_librarys_version_text_names_it() {
+        assert_eq!(read(OPEN_MPI_4).to_string(), "Open MPI 4.1.4");
+        assert_eq!(read(OPEN_MPI_5).to_string(), "Open MPI 5.0.11");
+        assert_eq!(read(MPICH).to_string(), "MPICH 5.0.2");
+        assert_eq!(read(INTEL).to_string(), "Intel MPI 2021.19");
+        assert_eq!(Library::from_version_text("Some MPI 1.0"), None);
+        for name in ["Open MPI 4.1.4", "MPICH 5.0.2", "Intel MPI 2021.19.0"] {
+            assert_eq!(Library::from_name(name).unwrap().to_string(), name);
+        }
+    }
+
+    fn said(built: &str, running: &str, vars: &[(&str, &str)]) -> Vec<String> {
+        let var = |key: &str| {
+            vars.iter()
+                .find(|(k, _)| *k == key)
+                .map(|(_, v)| (*v).to_owned())
+        };
+        let built = Library::from_name(built).unwrap();
+        let path = Some("/usr/lib/x86_64-linux-gnu/libmpi.so.40".to_owned());
+        warnings(Some(&built), Some(&read(running)), &var, path)
+    }
+
+    #[test]
+    fn a_build_for_one_library_loading_another_says_so_once() {
+        assert!(said("Open MPI 4.1.4", OPEN_MPI_4, &[]).is_empty());
+        // Another release of the same series is the same library to a build.
+        assert!(said("Open MPI 4.1.6", OPEN_MPI_4, &[]).is_empty());
+        assert!(said("Intel MPI 2021.19.0", INTEL, &[]).is_empty());
+        let wrong = said("Open MPI 5.0.11", OPEN_MPI_4, &[]);
+        assert_eq!(wrong.len(), 1, "{wrong:?}");
+        assert!(
+            wrong[0].starts_with(
+                "this program was built against Open MPI 5.0.11 but loaded Open MPI 4.1.4 from \
+                 /usr/lib/x86_64-linux-gnu/libmpi.so.40"
+            ),
+            "{}",
+            wrong[0]
+        );
+        assert_eq!(said("MPICH 5.0.2", INTEL, &[]).len(), 1);
+    }
+
+    #[test]
+    fn a_recovery_line_another_library_ignores_is_named_with_the_one_that_works() {
+        let recovery = [("OMPI_MCA_orte_enable_recovery", "1")];
+        assert!(said("Open MPI 4.1.4", OPEN_MPI_4, &recovery).is_empty());
+        let ignored = said("Open MPI 5.0.11", OPEN_MPI_5, &recovery);
+        assert_eq!(ignored.len(), 1);
+        assert!(
+            ignored[0].contains("`mpirun --enable-recovery`"),
+            "{ignored:?}"
+        );
+        let ulfm = said(
+            "Open MPI 5.0.11",
+            OPEN_MPI_5,
+            &[("OMPI_MCA_mpi_ft_enable", "1")],
+        );
+        assert!(ulfm[0].contains("--with-ft ulfm"), "{ulfm:?}");
+        let mpich = said("MPICH 5.0.2", MPICH, &recovery);
+        assert!(mpich[0].contains("MPICH ends the whole job"), "{mpich:?}");
+    }
+}
