@@ -97,8 +97,7 @@ impl NBody {
 
     fn final_work(&mut self) -> mw::Result<()> {
         if let Some(path) = &self.out {
-            std::fs::write(path, physics::to_csv(&self.bodies))
-                .map_err(|e| format!("cannot write `{}`: {e}", path.display()))?;
+            physics::write_csv(path, &self.bodies)?;
         }
         if let Ok(mut result) = self.result.lock() {
             *result = std::mem::take(&mut self.bodies);

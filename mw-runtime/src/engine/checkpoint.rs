@@ -2,12 +2,14 @@
 //! every iteration boundary. The file holds the master's own state (its
 //! [`checkpoint`](crate::Master::checkpoint) hook), the iteration to go on from, the tunables
 //! in force and the task times measured last, in the runtime's binary codec. It is written
-//! next to its place and renamed over it, so a kill during a write leaves the previous one.
+//! as every output is ([`write_output`](crate::write_output)), so a kill during a write leaves
+//! the previous one.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use crate::codec;
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{Error, Result};
+use crate::input::{InputKind, read_input};
 use crate::measure::{Moments, TaskStats};
 use crate::policy::PolicyChoice;
 use crate::tunables::Tunables;
@@ -97,14 +99,7 @@ impl Checkpoint {
             self.master.clone(),
         );
         let bytes = codec::encode(&body);
-        let partial = partial_path(path);
-        let io = |source| ErrorKind::Io {
-            path: path.to_owned(),
-            source,
-        };
-        std::fs::write(&partial, &bytes).map_err(io)?;
-        std::fs::rename(&partial, path).map_err(io)?;
-        Ok(())
+        crate::write_output(path, |out| out.write_all(&bytes))
     }
 
     /// Reads the checkpoint at `path`, written by `app`.
@@ -114,7 +109,7 @@ impl Checkpoint {
     /// program, or is damaged: each said plainly, with what to do.
     pub(crate) fn read(path: &Path, app: &str) -> Result<Checkpoint> {
         let shown = path.display();
-        let bytes = std::fs::read(path).map_err(|e| {
+        let bytes = read_input(path, InputKind::Checkpoint).map_err(|e| {
             Error::config(
                 format!("error: cannot read the checkpoint `{shown}`: {e}"),
                 "give the file a run wrote with `--checkpoint`",
@@ -181,13 +176,6 @@ impl Checkpoint {
     }
 }
 
-/// Where a checkpoint is written before it is renamed into place.
-fn partial_path(path: &Path) -> PathBuf {
-    let mut name = path.file_name().unwrap_or_default().to_owned();
-    name.push(".partial");
-    path.with_file_name(name)
-}
-
 impl TaskStats {
     /// The task times of the last iteration, as a checkpoint keeps them.
     pub(crate) fn last(&self) -> (Moments, Vec<Moments>) {
@@ -224,7 +212,8 @@ mod tests {
         let path = dir.path().join("run.ck");
         sample().write(&path).unwrap();
         assert_eq!(Checkpoint::read(&path, "nbody").unwrap(), sample());
-        assert!(!partial_path(&path).exists());
+        let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+        assert_eq!(names.len(), 1, "a temporary file was left: {names:?}");
     }
 
     #[test]
