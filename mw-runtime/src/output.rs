@@ -51,6 +51,25 @@ pub fn check_output(path: &Path, flag: &str) -> Result<()> {
     })
 }
 
+/// Checks the outputs of a run (`--metrics`, `--trace`, `--checkpoint`) before it starts: they
+/// are written when it ends or after its first iteration.
+///
+/// # Errors
+/// As [`check_output`], for the first that cannot be written.
+pub(crate) fn check_outputs(config: &crate::RunConfig) -> Result<()> {
+    let outputs = [
+        ("--metrics", &config.metrics),
+        ("--trace", &config.trace),
+        ("--checkpoint", &config.checkpoint),
+    ];
+    for (flag, path) in outputs {
+        if let Some(path) = path {
+            check_output(path, flag)?;
+        }
+    }
+    Ok(())
+}
+
 /// Writes the file at `path` whole or not at all: `fill` writes its content to a new file
 /// next to it, which replaces `path` only once it is complete and on the disk. A run killed
 /// meanwhile leaves the previous `path` as it was.

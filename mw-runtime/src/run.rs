@@ -143,13 +143,7 @@ where
 {
     config.validate()?;
     crate::interrupt::watch()?;
-    // Written when the run ends: checked before it starts.
-    if let Some(path) = &config.metrics {
-        crate::check_output(path, "--metrics")?;
-    }
-    if let Some(path) = &config.trace {
-        crate::check_output(path, "--trace")?;
-    }
+    crate::output::check_outputs(config)?;
     let worker = move || Agreed::<M, W>::new(worker());
     let use_mpi = match config.backend {
         BackendChoice::Local => false,

@@ -147,6 +147,7 @@ fn main() -> mw::Result<()> {
         }
         let nbody = NBody::new(
             initial,
+            cli.seed,
             cli.steps,
             cli.task_bodies as usize,
             cli.out.clone(),
