@@ -261,6 +261,8 @@ pub struct Setup {
     pub(crate) registry: crate::policy::Registry,
     /// The program's own tunlets.
     pub(crate) tunlets: Vec<Box<dyn Tunlet>>,
+    /// The program's arguments the master's state comes from ([`Setup::state_depends_on`]).
+    pub(crate) arguments: Vec<(String, String)>,
 }
 
 impl Setup {
@@ -290,6 +292,22 @@ impl Setup {
     /// Only a hint: the run still ends when `partition` returns no tasks.
     pub fn expect_iterations(&mut self, iterations: usize) {
         self.iterations = Some(iterations);
+    }
+
+    /// Says that the master's state comes from the program's argument `name` given `value`
+    /// (N-Body's `--bodies` and `--seed`): a checkpoint (`--checkpoint`) keeps it, and a run
+    /// that `--resume`s from that checkpoint with another value, or without the argument, is
+    /// refused before any work, naming both values. Said again for the same name, the last
+    /// value counts.
+    ///
+    /// Likewise a run that expects fewer iterations ([`expect_iterations`](Setup::expect_iterations))
+    /// than the checkpoint has done already is refused: it would end before it resumed.
+    pub fn state_depends_on(&mut self, name: &str, value: impl fmt::Display) {
+        let value = value.to_string();
+        match self.arguments.iter_mut().find(|(n, _)| n == name) {
+            Some((_, v)) => *v = value,
+            None => self.arguments.push((name.to_owned(), value)),
+        }
     }
 
     /// How many tasks [`Master::more_tasks`] is asked to keep ready ahead of the workers (at

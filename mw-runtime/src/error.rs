@@ -38,7 +38,7 @@ pub enum ErrorKind {
     Backend { message: String },
     /// A message could not be decoded.
     Decode(DecodeError),
-    /// Writing an output file (metrics, trace) failed.
+    /// Writing an output file (metrics, trace, checkpoint) failed, or reading metrics.
     Io {
         path: PathBuf,
         source: std::io::Error,
@@ -135,8 +135,10 @@ impl fmt::Display for Error {
             ErrorKind::ConfigFile { path, message } => {
                 write!(
                     f,
-                    "invalid configuration file `{}`: {message}",
-                    path.display()
+                    "error: invalid configuration file `{}`: {}\nhelp: fix it where shown; its \
+                     `[run]` keys are the runtime's flags with `_` for `-` (see `--help`)",
+                    path.display(),
+                    message.trim_end()
                 )
             }
             ErrorKind::TaskFailed {

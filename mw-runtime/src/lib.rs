@@ -67,6 +67,7 @@ pub mod control;
 mod engine;
 mod error;
 pub mod fault;
+mod input;
 mod interrupt;
 mod launch;
 pub mod load;
@@ -90,11 +91,12 @@ pub use config::{
     BackendChoice, EmulatedLink, Objective, Protocol, RunArgs, RunConfig, TuneMode, TuningConfig,
 };
 pub use error::{Error, ErrorKind, Result};
+pub use input::{InputKind, read_input, read_input_text};
 pub use interrupt::Signal;
 pub use load::LoadPattern;
 pub use metrics::RunMetrics;
 pub use mw_macros::{Message, master, worker};
-pub use output::check_output;
+pub use output::{check_output, write_output};
 pub use policy::{PolicyChoice, PolicyName};
 pub use run::{Report, run, run_config, run_with};
 pub use status::report_exit_status;

@@ -185,22 +185,37 @@ pub struct Failure {
 }
 
 impl RunMetrics {
-    /// Writes the metrics as pretty-printed JSON.
+    /// Writes the metrics as pretty-printed JSON, whole or not at all (see
+    /// [`write_output`](crate::write_output)): a run killed while writing leaves the previous
+    /// file, never a cut one.
     ///
     /// # Errors
     /// When the file cannot be created or written.
     pub fn write(&self, path: &Path) -> Result<()> {
-        let json = serde_json::to_string_pretty(self)
-            .map_err(|e| Error::io(path, std::io::Error::other(e)))?;
-        std::fs::write(path, json + "\n").map_err(|e| Error::io(path, e))
+        crate::write_output(path, |out| {
+            serde_json::to_writer_pretty(&mut *out, self).map_err(std::io::Error::other)?;
+            out.write_all(b"\n")
+        })
     }
 
-    /// Reads metrics written by [`write`](RunMetrics::write).
+    /// Reads metrics written by [`write`](RunMetrics::write): a regular file of at most
+    /// [`InputKind::Metrics`](crate::InputKind::Metrics)'s limit.
     ///
     /// # Errors
-    /// When the file cannot be read or is not metrics JSON.
+    /// When the file cannot be read (a device, a pipe, too large) or is not metrics JSON.
     pub fn read(path: &Path) -> Result<RunMetrics> {
-        let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
-        serde_json::from_str(&text).map_err(|e| Error::io(path, std::io::Error::other(e)))
+        let shown = path.display();
+        let text = crate::read_input_text(path, crate::InputKind::Metrics).map_err(|e| {
+            Error::config(
+                format!("error: cannot read the metrics `{shown}`: {e}"),
+                "give the file a run wrote with `--metrics PATH`",
+            )
+        })?;
+        serde_json::from_str(&text).map_err(|e| {
+            Error::config(
+                format!("error: `{shown}` is not a metrics file: {e}"),
+                "give the file a run wrote with `--metrics PATH`",
+            )
+        })
     }
 }

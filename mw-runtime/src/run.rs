@@ -180,14 +180,7 @@ where
     let ready = config
         .validate()
         .and_then(|()| crate::interrupt::watch())
-        .and_then(|()| match &config.metrics {
-            Some(path) => crate::output::writable(path, "--metrics"),
-            None => Ok(()),
-        })
-        .and_then(|()| match &config.trace {
-            Some(path) => crate::output::writable(path, "--trace"),
-            None => Ok(()),
-        });
+        .and_then(|()| crate::output::check_outputs(config));
     if use_mpi { agreed(ready) } else { ready }?;
     let worker = move || Agreed::<M, W>::new(worker());
     if use_mpi && config.link.is_some() {

@@ -13,6 +13,8 @@ use common::config;
 struct Series {
     state: u64,
     sum: u64,
+    /// The starting state, declared as the argument `--seed` the state comes from.
+    seed: u64,
     iterations: usize,
     /// Stop after this iteration, as a kill would, without the runtime knowing.
     stop_after: Option<usize>,
@@ -23,6 +25,12 @@ impl Master for Series {
     type Task = u64;
     type Result = u64;
     type Shared = u64;
+
+    fn initialize(&mut self, setup: &mut Setup) -> mw_runtime::Result<()> {
+        setup.expect_iterations(self.iterations);
+        setup.state_depends_on("--seed", self.seed);
+        Ok(())
+    }
 
     fn partition(&mut self, it: &Iteration) -> Work<u64, u64> {
         if it.index >= self.iterations || self.stop_after.is_some_and(|s| it.index > s) {
@@ -70,11 +78,22 @@ impl Worker for Scaler {
 }
 
 fn run(config: &RunConfig, stop_after: Option<usize>) -> mw_runtime::Result<u64> {
+    run_shaped(config, stop_after, 7, 12)
+}
+
+/// A series from `seed` over `iterations`.
+fn run_shaped(
+    config: &RunConfig,
+    stop_after: Option<usize>,
+    seed: u64,
+    iterations: usize,
+) -> mw_runtime::Result<u64> {
     let (out, result) = std::sync::mpsc::channel();
     let master = move || Series {
-        state: 7,
+        state: seed,
         sum: 0,
-        iterations: 12,
+        seed,
+        iterations,
         stop_after,
         out,
     };
@@ -100,6 +119,69 @@ fn a_resumed_run_ends_as_the_uninterrupted_one() {
         };
         assert_eq!(run(&resuming, None).unwrap(), whole, "stopped after {stop}");
     }
+}
+
+#[test]
+fn a_checkpoint_that_does_not_fit_the_run_is_refused_before_any_work() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("series.ck");
+    let plain = config(2, PolicyName::Daf, Protocol::Async, 0.5);
+    let saving = RunConfig {
+        checkpoint: Some(path.clone()),
+        ..plain.clone()
+    };
+    run_shaped(&saving, Some(5), 7, 12).unwrap();
+    let resuming = RunConfig {
+        resume: Some(path.clone()),
+        ..plain.clone()
+    };
+    let shown = path.display();
+
+    let err = run_shaped(&resuming, None, 8, 12).unwrap_err().to_string();
+    assert_eq!(
+        err,
+        format!(
+            "error: the checkpoint `{shown}` was saved by a run with `--seed 7`, and this run \
+             has `--seed 8`: the state it holds comes from that argument\nhelp: resume with \
+             `--seed 7`, or start afresh without `--resume`"
+        )
+    );
+    let err = run_shaped(&resuming, None, 7, 4).unwrap_err().to_string();
+    assert!(
+        err.starts_with(&format!(
+            "error: the checkpoint `{shown}` was saved after iteration 6, and this run has 4 \
+             iterations in all"
+        )),
+        "{err}"
+    );
+    // The same arguments and as many iterations: it resumes.
+    run_shaped(&resuming, None, 7, 6).unwrap();
+
+    let mut bytes = std::fs::read(&path).unwrap();
+    let last = bytes.len() - 10;
+    bytes[last] ^= 0x40;
+    std::fs::write(&path, &bytes).unwrap();
+    let err = run_shaped(&resuming, None, 7, 12).unwrap_err().to_string();
+    assert!(
+        err.starts_with(&format!(
+            "error: `{shown}` is not a checkpoint this runtime can resume: its checksum does not \
+             match its content"
+        )),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_checkpoint_that_cannot_be_written_is_refused_before_any_work() {
+    let config = RunConfig {
+        checkpoint: Some("/nonexistent-directory/series.ck".into()),
+        ..config(2, PolicyName::Daf, Protocol::Async, 0.5)
+    };
+    let err = run(&config, None).unwrap_err().to_string();
+    assert!(
+        err.starts_with("error: cannot write `/nonexistent-directory/series.ck` (--checkpoint)"),
+        "{err}"
+    );
 }
 
 #[test]

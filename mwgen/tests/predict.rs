@@ -278,3 +278,45 @@ fn a_load_is_predicted_with_its_caveat() {
         assert!(out.contains(expected), "no `{expected}` in:\n{out}");
     }
 }
+
+#[test]
+fn devices_pipes_and_traces_are_refused_at_once_and_said_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("fifo");
+    assert!(
+        std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let trace = dir.path().join("trace.json");
+    std::fs::write(&trace, "{\"traceEvents\":[]}").unwrap();
+    let cases = [
+        (
+            Path::new("/dev/zero"),
+            "error: cannot read the metrics `/dev/zero`: it is a character device, not a regular \
+             file\nhelp: ",
+        ),
+        (
+            fifo.as_path(),
+            "it is a pipe (FIFO), not a regular file\nhelp: ",
+        ),
+        (
+            trace.as_path(),
+            "is a trace, not a metrics file\nhelp: give the metrics",
+        ),
+    ];
+    for (path, says) in cases {
+        let assert = mwgen()
+            .arg("predict")
+            .arg("--metrics")
+            .arg(path)
+            .args(["--workers", "4", "--iterations", "10"])
+            .timeout(std::time::Duration::from_secs(5))
+            .assert()
+            .failure();
+        let err = stderr(&assert);
+        assert!(err.contains(says), "{}: {err}", path.display());
+    }
+}

@@ -112,6 +112,7 @@ fn failing(metrics: &Path, extra: &[&str]) -> (i32, String) {
         .arg("-o")
         .arg(dir.path().join("out"))
         .args(extra)
+        .timeout(std::time::Duration::from_secs(10))
         .output()
         .unwrap();
     (output.status.code().unwrap_or(-1), text(&output.stderr))
@@ -127,6 +128,9 @@ fn bad_input_gets_an_error_and_help_not_a_panic() {
     };
     let metrics_as_trace = fixture("run.metrics.json");
     let metrics_as_trace = metrics_as_trace.to_str().unwrap();
+    let fifo = dir.path().join("fifo");
+    let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+    assert!(made.unwrap().success());
     let cases = [
         (
             dir.path().join("missing.json"),
@@ -165,6 +169,20 @@ fn bad_input_gets_an_error_and_help_not_a_panic() {
             2,
             "is not a trace",
         ),
+        // Read with a bound: a device or a pipe is refused at once, never read for ever.
+        (
+            PathBuf::from("/dev/zero"),
+            vec![],
+            1,
+            "it is a character device, not a regular file",
+        ),
+        (
+            fixture("run.metrics.json"),
+            vec!["--trace", "/dev/zero"],
+            1,
+            "it is a character device, not a regular file",
+        ),
+        (fifo.clone(), vec![], 1, "it is a pipe (FIFO)"),
     ];
     for (path, extra, code, message) in cases {
         let (status, stderr) = failing(&path, &extra);

@@ -88,11 +88,10 @@ fn simulate_rayon(
 }
 
 fn write_out(path: Option<&PathBuf>, bodies: &[Body]) -> mw::Result<()> {
-    if let Some(path) = path {
-        std::fs::write(path, physics::to_csv(bodies))
-            .map_err(|e| format!("cannot write `{}`: {e}", path.display()))?;
+    match path {
+        Some(path) => physics::write_csv(path, bodies),
+        None => Ok(()),
     }
-    Ok(())
 }
 
 /// The runs the Master/Worker result is checked against, with their times.
@@ -148,6 +147,7 @@ fn main() -> mw::Result<()> {
         }
         let nbody = NBody::new(
             initial,
+            cli.seed,
             cli.steps,
             cli.task_bodies as usize,
             cli.out.clone(),

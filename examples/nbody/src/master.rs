@@ -10,6 +10,8 @@ use crate::physics;
 pub struct NBody {
     bodies: Vec<Body>,
     next: Vec<Body>,
+    /// The seed of the initial state: a checkpoint holds the state it led to.
+    seed: u64,
     steps: usize,
     bodies_per_task: usize,
     out: Option<PathBuf>,
@@ -20,6 +22,7 @@ pub struct NBody {
 impl NBody {
     pub fn new(
         bodies: Vec<Body>,
+        seed: u64,
         steps: usize,
         bodies_per_task: usize,
         out: Option<PathBuf>,
@@ -27,6 +30,7 @@ impl NBody {
         NBody {
             next: bodies.clone(),
             bodies,
+            seed,
             steps,
             bodies_per_task: bodies_per_task.max(1),
             out,
@@ -37,9 +41,13 @@ impl NBody {
 
 #[mw::master]
 impl NBody {
-    /// One iteration per step: lets the progress line show i/N and an ETA.
+    /// One iteration per step: lets the progress line show i/N and an ETA, and refuses to
+    /// resume a checkpoint saved after more steps than this run has. The state comes from the
+    /// bodies and the seed: a checkpoint of others is refused too.
     fn initialize(&mut self, setup: &mut Setup) -> mw::Result<()> {
         setup.expect_iterations(self.steps);
+        setup.state_depends_on("--bodies", self.bodies.len());
+        setup.state_depends_on("--seed", self.seed);
         Ok(())
     }
 
@@ -97,8 +105,7 @@ impl NBody {
 
     fn final_work(&mut self) -> mw::Result<()> {
         if let Some(path) = &self.out {
-            std::fs::write(path, physics::to_csv(&self.bodies))
-                .map_err(|e| format!("cannot write `{}`: {e}", path.display()))?;
+            physics::write_csv(path, &self.bodies)?;
         }
         if let Ok(mut result) = self.result.lock() {
             *result = std::mem::take(&mut self.bodies);

@@ -118,6 +118,12 @@ pub fn to_csv(bodies: &[Body]) -> String {
         .collect()
 }
 
+/// Writes the state as [`to_csv`] gives it, whole or not at all (a run killed while writing
+/// leaves the previous file).
+pub fn write_csv(path: &std::path::Path, bodies: &[Body]) -> mw::Result<()> {
+    mw::write_output(path, |out| out.write_all(to_csv(bodies).as_bytes()))
+}
+
 /// Whether two states are the same bit for bit: `==` on `f64` holds `-0.0` equal to `0.0` and
 /// a NaN equal to nothing, so it can neither promise nor refuse "bit-identical".
 pub fn bit_identical(a: &[Body], b: &[Body]) -> bool {

@@ -29,9 +29,9 @@ pub fn csv(front: &Front) -> String {
 pub fn write(prefix: &Path, land: &Landscape, outcome: &Outcome) -> Result<[PathBuf; 2], String> {
     let paths = paths(prefix);
     let contents = [csv(&outcome.front), svg(land, outcome)];
+    // Each whole or not at all: a run killed while writing leaves the previous file.
     for (path, text) in paths.iter().zip(contents) {
-        std::fs::write(path, text)
-            .map_err(|e| format!("cannot write `{}`: {e}", path.display()))?;
+        mw::write_output(path, |out| out.write_all(text.as_bytes())).map_err(|e| e.to_string())?;
     }
     Ok(paths)
 }

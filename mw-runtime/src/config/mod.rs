@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::control::{ControlAddr, ControlAddrError};
 use crate::error::{Error, ErrorKind, Result};
+use crate::input::{InputKind, read_input_text};
 use crate::load::{LoadError, LoadPattern};
 use crate::policy::{PolicyChoice, PolicyName};
 use crate::tunables::{Tunables, check_factor};
@@ -275,16 +276,16 @@ pub struct ConfigFile {
 }
 
 impl ConfigFile {
-    /// Reads and parses a configuration file.
+    /// Reads and parses a configuration file. It is read only when it is the user's own (or
+    /// root's) and nobody else may write it, since it decides where a run writes; and only
+    /// when it is a regular file of at most [`InputKind::Config`]'s limit (1 MiB).
     ///
     /// # Errors
-    /// When the file cannot be read or is not valid TOML of the expected shape; the message
-    /// gives the line and column.
+    /// When the file is missing, cannot be read, is not the user's own, is a device or a pipe
+    /// or too large, or is not valid TOML of the expected shape; the message names the file
+    /// and gives the reason (of TOML, the line and column), the `help:` line what to do.
     pub fn load(path: &Path) -> Result<ConfigFile> {
-        let text = std::fs::read_to_string(path).map_err(|e| ErrorKind::ConfigFile {
-            path: path.to_owned(),
-            message: e.to_string(),
-        })?;
+        let text = read_input_text(path, InputKind::Config).map_err(|e| unreadable(path, &e))?;
         ConfigFile::parse(&text).map_err(|message| {
             ErrorKind::ConfigFile {
                 path: path.to_owned(),
@@ -300,6 +301,29 @@ impl ConfigFile {
     /// The text is not valid TOML or has unknown keys or wrong value types.
     pub fn parse(text: &str) -> std::result::Result<ConfigFile, String> {
         toml::from_str(text).map_err(|e| e.to_string())
+    }
+}
+
+/// Why the configuration file at `path` cannot be read, and what to do.
+fn unreadable(path: &Path, e: &std::io::Error) -> Error {
+    let shown = path.display();
+    match e.kind() {
+        _ if crate::input::Untrusted::is(e) => Error::config(
+            format!("error: the configuration file `{shown}` is not read: {e}"),
+            format!(
+                "make it yours and private (`chmod go-w {shown}`, as its owner), or copy it to a \
+                 file of your own and pass that with --config"
+            ),
+        ),
+        std::io::ErrorKind::NotFound => Error::config(
+            format!("error: the configuration file `{shown}` was not found"),
+            "check the path given to --config, or leave --config out (a run reads `Mw.toml` of \
+             the current directory when there is one)",
+        ),
+        _ => Error::config(
+            format!("error: cannot read the configuration file `{shown}`: {e}"),
+            "give --config a TOML file such as the `Mw.toml` that `mwgen new` writes",
+        ),
     }
 }
 
@@ -437,9 +461,12 @@ impl RunConfig {
     /// # Errors
     /// An unreadable or malformed configuration file, or values out of range.
     pub fn resolve(args: &RunArgs) -> Result<RunConfig> {
+        let default = Path::new("Mw.toml");
         let file = match &args.config {
             Some(path) => ConfigFile::load(path)?,
-            None if Path::new("Mw.toml").is_file() => ConfigFile::load(Path::new("Mw.toml"))?,
+            // Whatever is there (a pipe, another user's file) is looked at and refused, not
+            // passed over in silence.
+            None if std::fs::symlink_metadata(default).is_ok() => ConfigFile::load(default)?,
             None => ConfigFile::default(),
         };
         RunConfig::merge_file(&file, args)

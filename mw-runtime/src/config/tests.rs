@@ -560,3 +560,66 @@ fn a_named_network_sets_the_link_and_the_flags_override_its_parts() {
     }
     assert!(ConfigFile::parse("[run]\nlink = \"ethernet\"\n").is_err());
 }
+
+/// `--config` as a user gives it.
+fn load(path: &Path) -> String {
+    let args = RunArgs {
+        config: Some(path.to_owned()),
+        ..RunArgs::default()
+    };
+    RunConfig::resolve(&args).unwrap_err().to_string()
+}
+
+#[test]
+fn a_missing_configuration_is_not_found_with_help() {
+    let e = load(Path::new("/nonexistent/Mw.toml"));
+    assert_eq!(
+        e,
+        "error: the configuration file `/nonexistent/Mw.toml` was not found\nhelp: check the \
+         path given to --config, or leave --config out (a run reads `Mw.toml` of the current \
+         directory when there is one)"
+    );
+    let e = load(Path::new("/dev/zero"));
+    assert_eq!(
+        e,
+        "error: cannot read the configuration file `/dev/zero`: it is a character device, not \
+         a regular file\nhelp: give --config a TOML file such as the `Mw.toml` that `mwgen new` \
+         writes"
+    );
+}
+
+#[cfg(unix)]
+#[test]
+fn a_configuration_others_may_write_steers_nothing() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("Mw.toml");
+    std::fs::write(&path, "[run]\nmetrics = \"/etc/steered.json\"\n").unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o646)).unwrap();
+    let e = load(&path);
+    let shown = path.display();
+    assert_eq!(
+        e,
+        format!(
+            "error: the configuration file `{shown}` is not read: every other user may write it \
+             (mode 646), and a configuration decides where a run writes\nhelp: make it yours and \
+             private (`chmod go-w {shown}`, as its owner), or copy it to a file of your own and \
+             pass that with --config"
+        )
+    );
+}
+
+#[test]
+fn a_malformed_configuration_says_where_and_what_to_do() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("Mw.toml");
+    std::fs::write(&path, "[run]\nworkers = \"many\"\n").unwrap();
+    let e = load(&path);
+    assert!(
+        e.starts_with(&format!(
+            "error: invalid configuration file `{}`: ",
+            path.display()
+        )) && e.contains("\nhelp: fix it where shown"),
+        "{e}"
+    );
+}

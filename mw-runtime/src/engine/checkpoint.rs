@@ -1,13 +1,17 @@
 //! `--checkpoint` and `--resume`: what a run needs to go on after its master stopped, saved at
 //! every iteration boundary. The file holds the master's own state (its
 //! [`checkpoint`](crate::Master::checkpoint) hook), the iteration to go on from, the tunables
-//! in force and the task times measured last, in the runtime's binary codec. It is written
-//! next to its place and renamed over it, so a kill during a write leaves the previous one.
+//! in force, the task times measured last, and the program's arguments its state comes from
+//! ([`Setup::state_depends_on`](crate::Setup::state_depends_on)), in the runtime's binary codec,
+//! closed by a CRC-32 of everything before it: a damaged file is refused, never resumed. It is
+//! written as every output is ([`write_output`](crate::write_output)), so a kill during a
+//! write leaves the previous one.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use crate::codec;
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{Error, Result};
+use crate::input::{InputKind, read_input};
 use crate::measure::{Moments, TaskStats};
 use crate::policy::PolicyChoice;
 use crate::tunables::Tunables;
@@ -15,7 +19,9 @@ use crate::tunables::Tunables;
 /// Opens every checkpoint file; a file without it is not one.
 const MAGIC: u64 = u64::from_le_bytes(*b"mwgen-ck");
 /// Changes when the layout does: a file of another version is refused, not misread.
-const VERSION: u32 = 1;
+const VERSION: u32 = 2;
+/// Bytes of the checksum at the end.
+const CHECKSUM: usize = 4;
 
 /// A run's state at an iteration boundary.
 #[derive(Debug, Clone, PartialEq)]
@@ -33,6 +39,17 @@ pub(crate) struct Checkpoint {
     pub settled: Vec<(u64, u64)>,
     /// What the master's `checkpoint` hook returned.
     pub master: Vec<u8>,
+    /// The program's arguments the master's state comes from, by name.
+    pub arguments: Vec<(String, String)>,
+}
+
+/// What a run says of itself that a checkpoint must fit: the arguments its state comes from
+/// ([`Setup::state_depends_on`](crate::Setup::state_depends_on)) and the iterations it expects
+/// ([`Setup::expect_iterations`](crate::Setup::expect_iterations)).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct Shape {
+    pub arguments: Vec<(String, String)>,
+    pub iterations: Option<usize>,
 }
 
 type Sums = (u64, f64, f64);
@@ -95,15 +112,67 @@ impl Checkpoint {
             ),
             self.settled.clone(),
             self.master.clone(),
+            self.arguments.clone(),
         );
-        let bytes = codec::encode(&body);
-        let partial = partial_path(path);
-        let io = |source| ErrorKind::Io {
-            path: path.to_owned(),
-            source,
+        let mut bytes = codec::encode(&body);
+        let sum = crc32fast::hash(&bytes);
+        bytes.extend_from_slice(&sum.to_le_bytes());
+        crate::write_output(path, |out| out.write_all(&bytes))
+    }
+
+    /// Refuses to go on from this checkpoint (read from `path`) in a run of `shape`: one whose
+    /// state would come from other arguments, or that would end before the iteration saved.
+    ///
+    /// # Errors
+    /// The first argument that differs, or the iterations, with what to do.
+    pub(crate) fn fits(&self, shape: &Shape, path: &Path) -> Result<()> {
+        let shown = path.display();
+        let afresh = "or start afresh without `--resume`";
+        let said = |args: &[(String, String)], name: &str| {
+            args.iter()
+                .find(|(n, _)| n == name)
+                .map(|(_, value)| value.clone())
         };
-        std::fs::write(&partial, &bytes).map_err(io)?;
-        std::fs::rename(&partial, path).map_err(io)?;
+        let names = self
+            .arguments
+            .iter()
+            .chain(&shape.arguments)
+            .map(|(name, _)| name);
+        for name in names {
+            let (saved, now) = (said(&self.arguments, name), said(&shape.arguments, name));
+            if saved == now {
+                continue;
+            }
+            let value = |v: &Option<String>| match v {
+                Some(v) => format!("`{name} {v}`"),
+                None => format!("no `{name}`"),
+            };
+            return Err(Error::config(
+                format!(
+                    "error: the checkpoint `{shown}` was saved by a run with {}, and this run has \
+                     {}: the state it holds comes from that argument",
+                    value(&saved),
+                    value(&now)
+                ),
+                match &saved {
+                    Some(v) => format!("resume with `{name} {v}`, {afresh}"),
+                    None => format!("resume with the arguments of the run that saved it, {afresh}"),
+                },
+            ));
+        }
+        if let Some(iterations) = shape.iterations.filter(|&n| n < self.next_iteration) {
+            return Err(Error::config(
+                format!(
+                    "error: the checkpoint `{shown}` was saved after iteration {}, and this run \
+                     has {iterations} iterations in all: it would end before it resumed",
+                    self.next_iteration
+                ),
+                format!(
+                    "ask for {} iterations (steps) or more, {afresh}",
+                    self.next_iteration
+                ),
+            ));
+        }
         Ok(())
     }
 
@@ -114,7 +183,7 @@ impl Checkpoint {
     /// program, or is damaged: each said plainly, with what to do.
     pub(crate) fn read(path: &Path, app: &str) -> Result<Checkpoint> {
         let shown = path.display();
-        let bytes = std::fs::read(path).map_err(|e| {
+        let bytes = read_input(path, InputKind::Checkpoint).map_err(|e| {
             Error::config(
                 format!("error: cannot read the checkpoint `{shown}`: {e}"),
                 "give the file a run wrote with `--checkpoint`",
@@ -137,6 +206,7 @@ impl Checkpoint {
             (Sums, Vec<Sums>),
             Vec<(u64, u64)>,
             Vec<u8>,
+            Vec<(String, String)>,
         );
         let version = bytes
             .get(8..12)
@@ -148,13 +218,23 @@ impl Checkpoint {
                 version.map_or("?".into(), |v| v.to_string())
             )));
         }
+        let (content, sum) = bytes.split_at(bytes.len().saturating_sub(CHECKSUM).max(12));
+        let sum = <[u8; CHECKSUM]>::try_from(sum).map(u32::from_le_bytes);
+        if sum.ok() != Some(crc32fast::hash(content)) {
+            return Err(damaged(
+                "its checksum does not match its content: it was changed or damaged after it \
+                 was written"
+                    .into(),
+            ));
+        }
         let (
             (_, _, saved_app, next),
             (nworkers, factor, policy),
             (pooled, workers),
             settled,
             master,
-        ): Body = codec::decode(&bytes).map_err(|e| damaged(format!("it is damaged ({e})")))?;
+            arguments,
+        ): Body = codec::decode(content).map_err(|e| damaged(format!("it is damaged ({e})")))?;
         if saved_app != app {
             return Err(Error::config(
                 format!(
@@ -177,15 +257,9 @@ impl Checkpoint {
             task_times: (moments(pooled), workers.into_iter().map(moments).collect()),
             settled,
             master,
+            arguments,
         })
     }
-}
-
-/// Where a checkpoint is written before it is renamed into place.
-fn partial_path(path: &Path) -> PathBuf {
-    let mut name = path.file_name().unwrap_or_default().to_owned();
-    name.push(".partial");
-    path.with_file_name(name)
 }
 
 impl TaskStats {
@@ -215,6 +289,10 @@ mod tests {
             ),
             settled: vec![(0, 4), (9, 12)],
             master: vec![1, 2, 3],
+            arguments: vec![
+                ("--bodies".into(), "1000".into()),
+                ("--seed".into(), "1".into()),
+            ],
         }
     }
 
@@ -224,7 +302,61 @@ mod tests {
         let path = dir.path().join("run.ck");
         sample().write(&path).unwrap();
         assert_eq!(Checkpoint::read(&path, "nbody").unwrap(), sample());
-        assert!(!partial_path(&path).exists());
+        let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+        assert_eq!(names.len(), 1, "a temporary file was left: {names:?}");
+    }
+
+    #[test]
+    fn a_flipped_byte_anywhere_is_refused_naming_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("run.ck");
+        sample().write(&path).unwrap();
+        let good = std::fs::read(&path).unwrap();
+        // Past the magic and the version, which have messages of their own.
+        for at in 12..good.len() {
+            let mut bad = good.clone();
+            bad[at] ^= 0x10;
+            std::fs::write(&path, &bad).unwrap();
+            let err = Checkpoint::read(&path, "nbody").unwrap_err().to_string();
+            assert!(
+                err.contains(&format!("`{}`", path.display()))
+                    && err.contains("checksum does not match"),
+                "byte {at}: {err}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_run_of_other_arguments_or_fewer_iterations_does_not_resume() {
+        let path = Path::new("run.ck");
+        let saved = sample();
+        let shape = |seed: &str, iterations| Shape {
+            arguments: vec![
+                ("--bodies".into(), "1000".into()),
+                ("--seed".into(), seed.into()),
+            ],
+            iterations,
+        };
+        saved.fits(&shape("1", Some(10)), path).unwrap();
+        saved.fits(&shape("1", Some(7)), path).unwrap();
+        saved.fits(&shape("1", None), path).unwrap();
+        let err = saved.fits(&shape("2", Some(10)), path).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "error: the checkpoint `run.ck` was saved by a run with `--seed 1`, and this run has \
+             `--seed 2`: the state it holds comes from that argument\nhelp: resume with \
+             `--seed 1`, or start afresh without `--resume`"
+        );
+        let err = saved.fits(&shape("1", Some(5)), path).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "error: the checkpoint `run.ck` was saved after iteration 7, and this run has 5 \
+             iterations in all: it would end before it resumed\nhelp: ask for 7 iterations \
+             (steps) or more, or start afresh without `--resume`"
+        );
+        let none = Shape::default();
+        let err = saved.fits(&none, path).unwrap_err().to_string();
+        assert!(err.contains("and this run has no `--bodies`"), "{err}");
     }
 
     #[test]
@@ -239,7 +371,11 @@ mod tests {
                 b"hello world, not a checkpoint".to_vec(),
                 "does not start as one",
             ),
-            ("truncated", good[..good.len() - 2].to_vec(), "damaged"),
+            (
+                "truncated",
+                good[..good.len() - 2].to_vec(),
+                "checksum does not match",
+            ),
             (
                 "version",
                 [&good[..8], &[9, 0, 0, 0], &good[12..]].concat(),

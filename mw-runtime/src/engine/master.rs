@@ -25,7 +25,7 @@ use crate::tuning::{Span, Tuner};
 
 mod faults;
 
-use super::checkpoint::{Checkpoint, Saver};
+use super::checkpoint::{Checkpoint, Saver, Shape};
 use faults::{Open, OpenChunks, Retry, Standing, WATCH_EVERY};
 
 /// Runs the whole program on the master: initialize, iterate, shut the workers down, final work.
@@ -75,6 +75,7 @@ where
         healthy: vec![true; pool],
         standing: vec![Standing::new(started); pool],
         saver: Saver::default(),
+        shape: Shape::default(),
         resume_settled: resumed
             .as_ref()
             .map(|saved| saved.settled.clone())
@@ -162,6 +163,8 @@ struct Engine<'a, M: Master, L> {
     standing: Vec<Standing>,
     /// Writes `--checkpoint`.
     saver: Saver,
+    /// What a checkpoint must fit to be resumed, and what one saved keeps of the program.
+    shape: Shape,
     /// Task ids of the first iteration recovered before the stop, of a run resumed from a
     /// checkpoint taken inside that iteration.
     resume_settled: Option<Vec<(u64, u64)>>,
@@ -325,6 +328,7 @@ where
             policy: None,
             registry: Default::default(),
             tunlets: Vec::new(),
+            arguments: Vec::new(),
         };
         entering("initialize");
         let master_init = self.master.initialize(&mut setup);
@@ -339,6 +343,10 @@ where
             .register_policies(self.registry.entries().iter().map(|(name, _)| name.clone()));
         self.tuner.add_tunlets(std::mem::take(&mut setup.tunlets));
         self.progress.expect_iterations(setup.iterations);
+        self.shape = Shape {
+            arguments: std::mem::take(&mut setup.arguments),
+            iterations: setup.iterations,
+        };
         self.stream_ahead = setup.stream_ahead;
         let mut errors = Vec::new();
         for _ in 0..pool {
@@ -386,6 +394,8 @@ where
     /// with `--checkpoint`, checks the master can save one before any work.
     fn restore(&mut self, resumed: Option<Checkpoint>) -> Result<()> {
         if let Some(saved) = resumed {
+            let path = self.config.resume.as_deref().unwrap_or(Path::new(""));
+            saved.fits(&self.shape, path)?;
             entering("restore");
             let restored = self.master.restore(&saved.master);
             entering(RUNTIME);
@@ -440,6 +450,7 @@ where
             task_times: self.stats.last(),
             settled,
             master,
+            arguments: self.shape.arguments.clone(),
         };
         self.saver.save(checkpoint, path)?;
         Ok(Some(clock::since(saving)))

@@ -3,15 +3,14 @@
 
 use std::cmp::Reverse;
 use std::collections::HashMap;
-use std::fs::File;
-use std::io::{BufWriter, Write};
+use std::io::Write;
 use std::path::Path;
 
 use serde::Serialize;
 use serde_json::{Value, json};
 
 use super::{Answer, Kind, MasterWork, Recorder, Span};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::metrics::{IterationMetrics, RunMetrics};
 
 /// The master's process and thread id; worker `w` is `WORKER_BASE + w`. (Id 0 means "no
@@ -119,11 +118,7 @@ enum Item {
 
 /// Writes `recorder`'s trace to `path`.
 pub(super) fn write(recorder: &Recorder, metrics: &RunMetrics, path: &Path) -> Result<()> {
-    let file = File::create(path).map_err(|e| Error::io(path, e))?;
-    let mut out = BufWriter::new(file);
-    write_to(recorder, metrics, &mut out)
-        .and_then(|()| out.flush())
-        .map_err(|e| Error::io(path, e))
+    crate::write_output(path, |mut out| write_to(recorder, metrics, &mut out))
 }
 
 pub(super) fn write_to(

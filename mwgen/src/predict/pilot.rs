@@ -6,7 +6,7 @@ use std::path::Path;
 
 use mw_runtime::metrics::{IterationMetrics, RunMetrics};
 use mw_runtime::simulate::SimWorker;
-use mw_runtime::{PolicyName, Protocol};
+use mw_runtime::{InputKind, PolicyName, Protocol};
 
 use crate::CliError;
 
@@ -63,12 +63,18 @@ pub struct Pilot {
 /// A failure naming the file when it cannot be read, is not metrics JSON of this version (a
 /// truncated file, another format), or holds no finished iteration.
 pub fn read(path: &Path) -> Result<Pilot, CliError> {
-    let text = std::fs::read_to_string(path).map_err(|e| {
+    let text = mw_runtime::read_input_text(path, InputKind::Metrics).map_err(|e| {
         CliError::failure(
             format!("cannot read the metrics `{}`: {e}", path.display()),
             Some("give the file a pilot run wrote with `--metrics PATH`".to_string()),
         )
     })?;
+    if crate::report::is_trace(&text) {
+        return Err(CliError::usage(
+            format!("`{}` is a trace, not a metrics file", path.display()),
+            "give the metrics the pilot wrote with `--metrics PATH` (the trace is `--trace`'s)",
+        ));
+    }
     let metrics: RunMetrics = serde_json::from_str(&text).map_err(|e| {
         let help = if e.is_eof() {
             "the file ends early: it was cut short (a pilot still running, a full disk); run the pilot again".to_string()

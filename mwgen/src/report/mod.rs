@@ -5,6 +5,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use clap::Args;
+use mw_runtime::InputKind;
 use serde::Deserialize;
 
 use crate::CliError;
@@ -174,7 +175,7 @@ pub fn run(args: &ReportArgs, out: &mut dyn Write) -> Result<(), CliError> {
 
 /// Reads and parses a metrics file, with advice when it is something else.
 pub(crate) fn load_metrics(path: &Path) -> Result<Run, CliError> {
-    let text = std::fs::read_to_string(path).map_err(|e| {
+    let text = mw_runtime::read_input_text(path, InputKind::Metrics).map_err(|e| {
         CliError::failure(
             format!("cannot read the metrics file `{}`: {e}", path.display()),
             Some("a program writes one when run with `--metrics PATH`".to_owned()),
@@ -188,12 +189,22 @@ pub(crate) fn load_metrics(path: &Path) -> Result<Run, CliError> {
     })
 }
 
+/// Whether `text` is a trace (Chrome's trace-event JSON, in the object or the array form)
+/// rather than metrics: told by its opening, without parsing it all.
+pub(crate) fn is_trace(text: &str) -> bool {
+    let text = text.trim_start();
+    text.starts_with('[')
+        || text
+            .strip_prefix('{')
+            .is_some_and(|rest| rest.trim_start().starts_with("\"traceEvents\""))
+}
+
 /// Parses metrics JSON; the error is a message and a help line.
 pub(crate) fn parse_metrics(text: &str) -> Result<Run, (String, String)> {
     let help = "give the JSON a program writes with `--metrics PATH`";
     let value: serde_json::Value =
         serde_json::from_str(text).map_err(|e| (e.to_string(), help.to_owned()))?;
-    if value.get("traceEvents").is_some() {
+    if value.get("traceEvents").is_some() || value.is_array() {
         return Err((
             "it is a trace".to_owned(),
             "pass a trace with `--trace TRACE.json`, beside the metrics file".to_owned(),

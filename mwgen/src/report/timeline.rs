@@ -51,7 +51,7 @@ enum TraceFile {
 
 /// Reads a Chrome trace-event file, in the object or the array form.
 pub(crate) fn load(path: &Path) -> Result<Trace, CliError> {
-    let text = std::fs::read_to_string(path).map_err(|e| {
+    let text = mw_runtime::read_input_text(path, mw_runtime::InputKind::Trace).map_err(|e| {
         CliError::failure(
             format!("cannot read the trace `{}`: {e}", path.display()),
             Some("a program writes one when run with `--trace PATH`".to_owned()),
