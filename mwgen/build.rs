@@ -1,5 +1,7 @@
 //! Embeds the project templates of `mwgen new` in the binary, so that an installed `mwgen` works
-//! away from this repository.
+//! away from this repository; and, when built from a checkout of the repository, the sources of
+//! the runtime and its macros, which `mwgen new` writes into the projects it makes (so that they
+//! build while the crates are on no registry, and away from the checkout).
 //!
 //! Every file under the crate's `templates/` folder is listed in `$OUT_DIR/templates.rs` as
 //! `(path relative to templates/, include_bytes!(...))`. A build script rather than a crate such
@@ -28,8 +30,65 @@ fn main() -> io::Result<()> {
         let _ = writeln!(code, "    ({relative:?}, include_bytes!({absolute:?})),");
     }
     code.push_str("];\n");
-    let out = PathBuf::from(env::var_os("OUT_DIR").unwrap_or_default()).join("templates.rs");
-    fs::write(out, code)
+    let out = PathBuf::from(env::var_os("OUT_DIR").unwrap_or_default());
+    fs::write(out.join("templates.rs"), code)?;
+    fs::write(out.join("runtime.rs"), runtime(&manifest_dir)?)
+}
+
+/// `RUNTIME`: the workspace's `Cargo.toml` and each runtime crate's `Cargo.toml`, `README.md`
+/// and `src/` (what their packages hold), as `("mw-runtime/src/lib.rs", bytes)`; empty when
+/// mwgen is built from its published package, which has no checkout around it (its projects
+/// then depend on the published runtime).
+fn runtime(manifest_dir: &Path) -> io::Result<String> {
+    let root = manifest_dir.join("..");
+    let crates = ["mw-runtime", "mw-macros"];
+    let mut files = Vec::new();
+    if crates.iter().all(|c| is_package(&root.join(c), c)) {
+        println!(
+            "cargo::rerun-if-changed={}",
+            root.join("Cargo.toml").display()
+        );
+        files.push(("Cargo.toml".to_owned(), absolute(&root.join("Cargo.toml"))?));
+        for name in crates {
+            let dir = root.join(name);
+            for file in ["Cargo.toml", "README.md"] {
+                println!("cargo::rerun-if-changed={}", dir.join(file).display());
+                files.push((format!("{name}/{file}"), absolute(&dir.join(file))?));
+            }
+            let src = dir.join("src");
+            println!("cargo::rerun-if-changed={}", src.display());
+            let mut sources = Vec::new();
+            collect(&src, &src, &mut sources)?;
+            files.extend(
+                sources
+                    .into_iter()
+                    .map(|(relative, absolute)| (format!("{name}/src/{relative}"), absolute)),
+            );
+        }
+    }
+    files.sort();
+    let mut code = String::from(
+        "/// The runtime's and its macros' sources with the workspace's manifest, by path \
+         relative to the workspace; empty when built away from a checkout.\n\
+         pub(crate) static RUNTIME: &[(&str, &[u8])] = &[\n",
+    );
+    for (relative, absolute) in &files {
+        let _ = writeln!(code, "    ({relative:?}, include_bytes!({absolute:?})),");
+    }
+    code.push_str("];\n");
+    Ok(code)
+}
+
+/// Whether `dir` holds the package `name` (a checkout's crate, not a registry's `name-0.1.0`).
+fn is_package(dir: &Path, name: &str) -> bool {
+    fs::read_to_string(dir.join("Cargo.toml")).is_ok_and(|text| {
+        text.lines()
+            .any(|l| l.trim() == format!("name = \"{name}\""))
+    })
+}
+
+fn absolute(path: &Path) -> io::Result<String> {
+    Ok(fs::canonicalize(path)?.to_string_lossy().into_owned())
 }
 
 /// Files under `dir`, skipping editor leftovers.

@@ -1,8 +1,11 @@
 //! The progress line of a long run, on the master's terminal:
 //!
 //! ```text
-//! ⠙ iteration 41/100 [=========>-----------] nworkers 4 · factor 0.50 · 2,310 tasks/s · ETA 12 s
+//! ⠙ iteration 41, 41/100 done [=========>----------] nworkers 4 · factor 0.50 · 2,310 tasks/s · ETA 12 s
 //! ```
+//!
+//! Iterations are numbered from 0, as in the metrics, the decisions and the messages: iteration
+//! 41 is running when 41 of the 100 are done.
 //!
 //! Shown only when the standard error is a terminal, not with `--quiet`, and only once the run
 //! has gone on for a second (short runs stay silent). It costs the engine one clock read per
@@ -174,12 +177,10 @@ impl Line {
 
     fn prefix(&self) -> String {
         match self.expected {
-            Some(n) => format!("iteration {}/{n}", self.iteration + 1),
+            Some(n) => format!("iteration {0}, {0}/{n} done", self.iteration),
             None => format!(
                 "iteration {} · tasks {}/{}",
-                self.iteration + 1,
-                self.done,
-                self.tasks
+                self.iteration, self.done, self.tasks
             ),
         }
     }
@@ -289,7 +290,7 @@ mod tests {
         line.iteration_started = started;
         line.total_done = 1_000;
         let now = started + Duration::from_secs(1);
-        assert_eq!(line.prefix(), "iteration 4/10");
+        assert_eq!(line.prefix(), "iteration 3, 3/10 done");
         // 6 iterations after this one at 2 s, and 1 s left of this one.
         assert_eq!(line.eta(now), Some(13.0));
         assert_eq!(
@@ -299,7 +300,7 @@ mod tests {
         line.expected = None;
         line.tasks = 50;
         line.done = 20;
-        assert_eq!(line.prefix(), "iteration 4 · tasks 20/50");
+        assert_eq!(line.prefix(), "iteration 3 · tasks 20/50");
         assert_eq!(line.eta(now), None);
     }
 

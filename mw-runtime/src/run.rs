@@ -209,9 +209,9 @@ where
         // ranks leave quietly: the master says it.
         if let Some(metrics) = &metrics {
             eprintln!(
-                "mw: interrupted by {} after {} iterations{}",
+                "mw: interrupted by {} after {}{}",
                 signal.name(),
-                metrics.iterations.len(),
+                summary::plural(metrics.iterations.len(), "iteration"),
                 written(config)
             );
         }

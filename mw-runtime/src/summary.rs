@@ -3,16 +3,26 @@
 //! ```text
 //! mw: nbody finished in 4.2 s: 100 iterations, 102,400 tasks on a pool of 4 workers (local, async)
 //! mw: final tunables: nworkers 3, factor 0.50, policy daf; objective index (parked worker threads are released)
-//! mw: 1 decision: iteration 12 nworkers 4 → 3 (Pi lowest at 3 workers)
+//! mw: 1 decision: iteration 12: nworkers 4 → 3
 //! mw: no failures
 //! mw: metrics in `run.json`, trace in `run.trace.json`
 //! ```
+//!
+//! and, while the run goes on, one line per decision (with `--verbose`, the model's account on
+//! the line after it):
+//!
+//! ```text
+//! mw: iteration 12: nworkers 4 → 3: best time per worker: expected 12% less time × workers
+//! ```
+//!
+//! Iterations are numbered from 0 everywhere, as in the metrics' `index`.
 
 use std::fmt::Write as _;
 use std::path::Path;
 
 use crate::metrics::RunMetrics;
 use crate::progress::human;
+use crate::tunables::Decision;
 
 /// Decisions and failures listed one by one; past that, only counted.
 const LISTED: usize = 3;
@@ -44,11 +54,10 @@ pub(crate) fn render(metrics: &RunMetrics, written: &Written<'_>) -> String {
         metrics.backend,
         metrics.protocol,
     );
-    if let Some(last) = metrics.iterations.last() {
+    if let Some((workers, factor, policy)) = final_tunables(metrics) {
         let _ = write!(
             out,
-            "mw: final tunables: nworkers {}, factor {:.2}, policy {}",
-            last.workers, last.factor, last.policy
+            "mw: final tunables: nworkers {workers}, factor {factor:.2}, policy {policy}"
         );
         // Empty in metrics written before the objective was recorded.
         if !metrics.objective.is_empty() {
@@ -68,12 +77,7 @@ pub(crate) fn render(metrics: &RunMetrics, written: &Written<'_>) -> String {
         let listed: Vec<String> = decisions
             .iter()
             .take(LISTED)
-            .map(|d| {
-                format!(
-                    "iteration {} {} {} → {} ({})",
-                    d.iteration, d.tunable, d.from, d.to, d.reason
-                )
-            })
+            .map(|d| format!("{}: {}", when(d), change(d)))
             .collect();
         let _ = writeln!(
             out,
@@ -124,7 +128,68 @@ pub(crate) fn render(metrics: &RunMetrics, written: &Written<'_>) -> String {
     out
 }
 
-fn plural(n: usize, what: &str) -> String {
+/// The tunables in force when the run ended: the last iteration's, with the decisions taken
+/// inside it or after it (which the engine applies at the next boundary, also when no iteration
+/// follows).
+fn final_tunables(metrics: &RunMetrics) -> Option<(usize, f64, String)> {
+    let last = metrics.iterations.last()?;
+    let (mut workers, mut factor, mut policy) = (last.workers, last.factor, last.policy.clone());
+    let later = metrics.decisions.iter().filter(|d| {
+        d.iteration > last.index || (d.iteration == last.index && d.tasks_done.is_some())
+    });
+    for d in later {
+        match d.tunable.as_str() {
+            "nworkers" => workers = d.to.as_u64().map_or(workers, |n| n as usize),
+            "factor" => factor = d.to.as_f64().unwrap_or(factor),
+            "policy" => policy = d.to.as_str().map_or(policy, str::to_owned),
+            _ => {}
+        }
+    }
+    Some((workers, factor, policy))
+}
+
+/// The line printed while the run goes on when a decision is taken; with `verbose`, the
+/// model's account follows on a line of its own.
+pub(crate) fn announcement(d: &Decision, verbose: bool) -> String {
+    let why = if d.summary.is_empty() {
+        &d.reason
+    } else {
+        &d.summary
+    };
+    let mut out = format!("mw: {}: {}: {why}\n", when(d), change(d));
+    if verbose && !d.summary.is_empty() {
+        let _ = writeln!(out, "mw:     {}", d.reason);
+    }
+    out
+}
+
+/// `iteration 12`, or `iteration 12 after 300 tasks` for a change made inside it.
+fn when(d: &Decision) -> String {
+    match d.tasks_done {
+        Some(done) => format!("iteration {} after {}", d.iteration, plural(done, "task")),
+        None => format!("iteration {}", d.iteration),
+    }
+}
+
+/// `nworkers 4 → 3`, `factor 0.5 → 0.3`.
+fn change(d: &Decision) -> String {
+    format!("{} {} → {}", d.tunable, value(&d.from), value(&d.to))
+}
+
+/// A tunable's value for people: numbers with at most three decimals, text without quotes.
+fn value(v: &serde_json::Value) -> String {
+    match v {
+        serde_json::Value::String(s) => s.clone(),
+        serde_json::Value::Number(n) if n.is_f64() => {
+            let text = format!("{:.3}", n.as_f64().unwrap_or_default());
+            text.trim_end_matches('0').trim_end_matches('.').to_owned()
+        }
+        other => other.to_string(),
+    }
+}
+
+/// `1 worker`, `2 workers`, `12,000 tasks`.
+pub(crate) fn plural(n: usize, what: &str) -> String {
     if n == 1 {
         format!("1 {what}")
     } else {
@@ -148,7 +213,6 @@ fn grouped(n: usize) -> String {
 mod tests {
     use super::*;
     use crate::metrics::{Failure, IterationMetrics};
-    use crate::tunables::Decision;
 
     fn run(iterations: usize) -> RunMetrics {
         RunMetrics {
@@ -230,8 +294,8 @@ mod tests {
         assert_eq!(lines.len(), 5, "{text}");
         assert_eq!(
             lines[2],
-            "mw: 5 decisions: iteration 2 nworkers 4 → 3 (Pi is lower); iteration 4 nworkers \
-             3 → 2 (Pi is lower); iteration 6 nworkers 2 → 1 (Pi is lower); and 2 more"
+            "mw: 5 decisions: iteration 2: nworkers 4 → 3; iteration 4: nworkers 3 → 2; \
+             iteration 6: nworkers 2 → 1; and 2 more"
         );
         assert_eq!(
             lines[3],
@@ -255,6 +319,93 @@ mod tests {
         metrics.objective.clear();
         let text = render(&metrics, &Written::default());
         assert!(text.contains("policy daf\nmw: no tuning"), "{text}");
+    }
+
+    /// A decision taken at the end of the last iteration (applied at the boundary that found
+    /// no more work) or inside it: the final tunables are those it set.
+    #[test]
+    fn the_final_tunables_agree_with_the_last_decisions() {
+        let mut metrics = run(4);
+        let decision = |iteration, tasks_done, tunable: &str, from, to| Decision {
+            iteration,
+            tasks_done,
+            tunable: tunable.into(),
+            from,
+            to,
+            reason: "tuner".into(),
+            ..Decision::default()
+        };
+        metrics.decisions = vec![
+            decision(1, None, "nworkers", 4.into(), 3.into()),
+            decision(3, Some(500), "factor", 0.5.into(), 0.3.into()),
+            decision(4, None, "nworkers", 3.into(), 1.into()),
+            decision(4, None, "policy", "daf".into(), "fsc".into()),
+        ];
+        let text = render(&metrics, &Written::default());
+        assert!(
+            text.contains("mw: final tunables: nworkers 1, factor 0.30, policy fsc;"),
+            "{text}"
+        );
+        // A decision before the last iteration is already in its values.
+        metrics.decisions.truncate(1);
+        let text = render(&metrics, &Written::default());
+        assert!(text.contains("final tunables: nworkers 3,"), "{text}");
+    }
+
+    #[test]
+    fn a_decision_is_one_short_line_unless_verbose() {
+        let long = "balanced model: Pi(3) = 0.123 < Pi(4) = 0.456; Tt 41.20 → 44.00 ms; ".repeat(5);
+        let d = Decision {
+            iteration: 1234,
+            tasks_done: Some(56_789),
+            tunable: "nworkers".into(),
+            from: 128.into(),
+            to: 64.into(),
+            reason: long.clone(),
+            summary: "best time per worker: expected 12% less time × workers".into(),
+            ..Decision::default()
+        };
+        let line = announcement(&d, false);
+        assert_eq!(line.lines().count(), 1, "{line}");
+        assert!(
+            line.chars().count() <= 120,
+            "{} chars: {line}",
+            line.chars().count()
+        );
+        assert!(line.starts_with("mw: iteration 1234 after 56,789 tasks: nworkers 128 → 64: best"));
+        let verbose = announcement(&d, true);
+        assert_eq!(
+            verbose.lines().nth(1),
+            Some(format!("mw:     {long}").as_str())
+        );
+
+        // Without a summary (a program's or an external change), the reason is the words.
+        let external = Decision {
+            iteration: 0,
+            tunable: "factor".into(),
+            from: 0.1.into(),
+            to: (0.1_f64 + 0.2).into(),
+            reason: "external".into(),
+            ..Decision::default()
+        };
+        assert_eq!(
+            announcement(&external, true),
+            "mw: iteration 0: factor 0.1 → 0.3: external\n"
+        );
+    }
+
+    #[test]
+    fn counts_agree_with_their_nouns() {
+        assert_eq!(plural(1, "worker"), "1 worker");
+        assert_eq!(plural(0, "iteration"), "0 iterations");
+        assert_eq!(plural(12_000, "task"), "12,000 tasks");
+        let mut metrics = run(1);
+        metrics.pool = 1;
+        let text = render(&metrics, &Written::default());
+        assert!(
+            text.contains(": 1 iteration, 1,024 tasks on a pool of 1 worker "),
+            "{text}"
+        );
     }
 
     #[test]

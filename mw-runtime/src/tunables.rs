@@ -313,6 +313,7 @@ impl Tunables {
             from,
             to: change.value(),
             reason: why.reason.clone(),
+            summary: why.summary.clone(),
             predicted_ms: why.predicted_ms,
             measured_ms: why.measured_ms,
             details: why.details.clone(),
@@ -345,6 +346,8 @@ pub(crate) enum Source {
 pub(crate) struct Why {
     pub source: Source,
     pub reason: String,
+    /// The decision in a few words, for people (the tuner's); empty when `reason` is short.
+    pub summary: String,
     pub predicted_ms: Option<f64>,
     pub measured_ms: Option<f64>,
     pub details: serde_json::Value,
@@ -355,6 +358,7 @@ impl Why {
         Why {
             source,
             reason: reason.to_owned(),
+            summary: String::new(),
             predicted_ms: None,
             measured_ms: None,
             details: serde_json::Value::Null,
@@ -377,8 +381,12 @@ pub struct Decision {
     pub from: serde_json::Value,
     /// Value after.
     pub to: serde_json::Value,
-    /// Why: the tuner's reasoning, `application`, or `external`.
+    /// Why: the tuner's reasoning with the model's numbers, `application`, or `external`.
     pub reason: String,
+    /// The tuner's decision in a few words, as printed while the run goes on: why in words and
+    /// the expected gain (the model's numbers are in `reason` and `details`).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub summary: String,
     /// The model's prediction of the iteration time with the new value, in ms (tuner only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub predicted_ms: Option<f64>,
@@ -510,6 +518,7 @@ impl State {
             from: declared.json(from),
             to: declared.json(value),
             reason: why.reason.clone(),
+            summary: why.summary.clone(),
             predicted_ms: why.predicted_ms,
             measured_ms: why.measured_ms,
             details: why.details.clone(),

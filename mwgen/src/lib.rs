@@ -53,6 +53,15 @@ pub enum Command {
     Launch(launch::LaunchArgs),
 }
 
+/// `1 worker`, `2 workers`: a count with its noun.
+pub(crate) fn count(n: impl std::fmt::Display + PartialEq<usize>, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
+}
+
 /// Runs the parsed command, writing its output to `out`.
 ///
 /// # Errors

@@ -449,14 +449,14 @@ fn print_table(args: &ModelArgs, report: &Report, out: &mut dyn Write) -> std::i
     let (bt, bi, choice) = (&report.best_time, &report.best_index, &report.choice);
     writeln!(
         out,
-        "lowest Tt:  {} workers, Tt = {} ms",
-        bt.workers,
+        "lowest Tt:  {}, Tt = {} ms",
+        crate::count(bt.workers, "worker"),
         fixed(bt.time_ms, 2)
     )?;
     writeln!(
         out,
-        "lowest Pi:  {} workers, Tt = {} ms, Pi = {}",
-        bi.workers,
+        "lowest Pi:  {}, Tt = {} ms, Pi = {}",
+        crate::count(bi.workers, "worker"),
         fixed(bi.time_ms, 2),
         fixed(bi.pi, 2)
     )?;

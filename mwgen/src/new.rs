@@ -20,6 +20,7 @@ mod layout;
 mod snippet;
 mod template;
 mod types;
+mod vendor;
 
 use defs::{Input, Messages};
 use template::{MessageTypes, Template};
@@ -108,7 +109,8 @@ pub struct NewArgs {
     pub force: bool,
 
     /// The `mw-runtime` folder of an mwgen checkout, for the project to depend on by path
-    /// [default: the published runtime of this mwgen's version, when cargo's cache holds it]
+    /// [default: the published runtime of this mwgen's version when cargo's cache holds it, else
+    /// the runtime's sources this mwgen carries, written into the project's `vendor/`]
     #[arg(long, value_name = "DIR", help_heading = "Project")]
     pub runtime_path: Option<PathBuf>,
 
@@ -153,10 +155,21 @@ pub fn run(args: &NewArgs, out: &mut dyn Write) -> Result<(), CliError> {
         args.name, args.template
     );
     if !created.replaced.is_empty() {
+        // The runtime's sources, by the folder that holds them.
+        let vendored = format!("{}/", vendor::FOLDER);
+        let mut shown: Vec<&str> = created
+            .replaced
+            .iter()
+            .filter(|p| !p.starts_with(&vendored))
+            .map(String::as_str)
+            .collect();
+        if shown.len() < created.replaced.len() {
+            shown.push(&vendored);
+        }
         text.push_str(&format!(
             "Replaced {} existing files: {}\n",
             created.replaced.len(),
-            created.replaced.join(", ")
+            shown.join(", ")
         ));
     }
     let package = if args.workspace_member {
@@ -233,7 +246,7 @@ pub fn create(args: &NewArgs) -> Result<Created, CliError> {
             Runtime::Path(dependency_path(&runtime, &project))
         }
         (None, Some(version)) => Runtime::Version(check_version(version)?),
-        (None, None) => published_runtime()?,
+        (None, None) => default_runtime(),
     };
 
     let context = context(args, &template, messages.as_ref(), &dependency);
@@ -241,8 +254,17 @@ pub fn create(args: &NewArgs) -> Result<Created, CliError> {
     // A workspace member builds with its workspace's lock file.
     if !args.workspace_member {
         files.push(template::lock_file());
-        files.sort();
     }
+    if dependency == Runtime::Vendored {
+        let vendored = vendor::files().map_err(|e| {
+            CliError::failure(
+                format!("the runtime this mwgen carries is broken: {e}"),
+                None,
+            )
+        })?;
+        files.extend(vendored);
+    }
+    files.sort();
     let (written, replaced) = write(&target, &files).map_err(|e| {
         CliError::failure(
             format!(
@@ -444,6 +466,8 @@ enum Runtime {
     Path(String),
     /// A published version requirement, such as `0.1`.
     Version(String),
+    /// The sources this mwgen carries, written into the project's `vendor/`.
+    Vendored,
 }
 
 /// The canonical path of the runtime crate, checked to be `mw-runtime`.
@@ -496,41 +520,21 @@ fn check_version(version: &str) -> Result<String, CliError> {
     ))
 }
 
-/// The published runtime of this mwgen's version, when cargo's cache holds it: a project that
-/// depends on it then builds offline (with the lock file the template ships).
-fn published_runtime() -> Result<Runtime, CliError> {
+/// The runtime a project gets when no flag names one: the published runtime of this mwgen's
+/// version when cargo's cache holds it (the crates are on a registry, and the project builds
+/// offline with the lock file the template ships); else the sources this mwgen carries, when it
+/// was built from a checkout; else (an mwgen from the registry) the published version, which
+/// the project's first build downloads.
+fn default_runtime() -> Runtime {
     let version = own_version();
-    let cache = cargo_home().map(|home| home.join("registry").join("cache"));
-    let cached = cache
-        .as_deref()
-        .is_some_and(|cache| in_cache(cache, "mw-runtime", &version));
-    if cached {
-        return Ok(Runtime::Version(version));
+    let cached = cargo_home()
+        .map(|home| home.join("registry").join("cache"))
+        .is_some_and(|cache| in_cache(&cache, "mw-runtime", &version));
+    if !cached && vendor::available() {
+        Runtime::Vendored
+    } else {
+        Runtime::Version(version)
     }
-    // A `cargo install --path` build knows its checkout: suggest it while it is there.
-    let checkout = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("..")
-        .join("mw-runtime");
-    let path = match find_runtime(&checkout) {
-        Ok(dir) => format!("`--runtime-path {}`", dir.display()),
-        Err(_) => {
-            "`--runtime-path DIR` with the `mw-runtime` folder of an mwgen checkout".to_owned()
-        }
-    };
-    let place = cache.map_or_else(
-        || "cargo's cache".to_owned(),
-        |c| format!("cargo's cache (`{}`)", c.display()),
-    );
-    Err(CliError::usage(
-        format!(
-            "the published runtime `mw-runtime {version}` is not in {place}, so the project \
-             could not build offline"
-        ),
-        format!(
-            "pass {path}, or `--runtime-version {version}` to depend on the published version \
-             anyway (its first build downloads it)"
-        ),
-    ))
 }
 
 /// Cargo's home: `$CARGO_HOME`, else `~/.cargo`.
@@ -651,12 +655,15 @@ fn context(
     context.insert("template", template.name);
     context.insert("description", &template.manifest.description);
     context.insert("mwgen_version", env!("CARGO_PKG_VERSION"));
+    let vendored = format!("{}/mw-runtime", vendor::FOLDER);
     let (path, version) = match runtime {
         Runtime::Path(path) => (path.as_str(), ""),
         Runtime::Version(version) => ("", version.as_str()),
+        Runtime::Vendored => (vendored.as_str(), ""),
     };
     context.insert("runtime_path", path);
     context.insert("runtime_version", version);
+    context.insert("runtime_vendored", &(*runtime == Runtime::Vendored));
 
     context.insert("workspace_member", &args.workspace_member);
     // What cargo needs to pick the project's package from the workspace's root.
@@ -674,6 +681,7 @@ fn context(
         match runtime {
             Runtime::Path(path) => Answer::text("runtime", path),
             Runtime::Version(version) => Answer::text("runtime_version", version),
+            Runtime::Vendored => Answer::text("runtime", &vendored),
         },
     ];
     if args.workspace_member {

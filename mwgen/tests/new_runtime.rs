@@ -1,6 +1,7 @@
 //! Where a project made by `mwgen new` gets the runtime: a checkout (`--runtime-path`), or by
-//! default the published version of mwgen's own version, when cargo's cache holds it; and the
-//! lock file it ships so that it builds offline.
+//! default the published version of mwgen's own version when cargo's cache holds it, else the
+//! sources this mwgen carries (written into the project's `vendor/`); and the lock file it
+//! ships so that it builds offline.
 
 #![allow(clippy::unwrap_used)] // helpers of tests: a failure is a test failure
 
@@ -25,37 +26,60 @@ fn new(dir: &Path, cargo_home: &Path, args: &[&str]) -> assert_cmd::assert::Asse
         .assert()
 }
 
+/// Built from this checkout, mwgen carries the runtime's sources and writes them into the
+/// project, with manifests that need no workspace.
 #[test]
-fn without_the_runtime_in_the_cache_the_error_says_what_to_pass() {
+fn without_the_runtime_in_the_cache_the_project_gets_its_sources() {
     let dir = tempfile::tempdir().unwrap();
     let home = tempfile::tempdir().unwrap();
-    let assert = new(dir.path(), home.path(), &[]).code(2);
-    let stderr = String::from_utf8_lossy(&assert.get_output().stderr).into_owned();
-    let version = own_version();
+    new(dir.path(), home.path(), &[]).success();
+
+    let project = dir.path().join("demo");
+    let manifest = fs::read_to_string(project.join("Cargo.toml")).unwrap();
     assert!(
-        stderr.starts_with(&format!(
-            "error: the published runtime `mw-runtime {version}` is not in cargo's cache"
-        )),
-        "{stderr}"
+        manifest.contains("mw = { package = \"mw-runtime\", path = \"vendor/mw-runtime\" }"),
+        "{manifest}"
     );
-    assert!(stderr.contains("could not build offline"), "{stderr}");
-    // Built from this checkout, mwgen names its runtime folder.
-    let checkout = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../mw-runtime")
-        .canonicalize()
-        .unwrap();
+    let mw_toml = fs::read_to_string(project.join("Mw.toml")).unwrap();
     assert!(
-        stderr.contains(&format!(
-            "help: pass `--runtime-path {}`",
-            checkout.display()
-        )),
-        "{stderr}"
+        mw_toml.contains("runtime = \"vendor/mw-runtime\""),
+        "{mw_toml}"
     );
-    assert!(
-        stderr.contains(&format!("`--runtime-version {version}`")),
-        "{stderr}"
-    );
-    assert!(!dir.path().join("demo").exists(), "nothing is written");
+    let readme = fs::read_to_string(project.join("README.md")).unwrap();
+    assert!(readme.contains("`vendor/` holds the sources"), "{readme}");
+
+    // The sources are this checkout's, file for file.
+    let checkout = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    for file in [
+        "mw-runtime/src/lib.rs",
+        "mw-macros/src/lib.rs",
+        "mw-runtime/README.md",
+    ] {
+        assert_eq!(
+            fs::read(project.join("vendor").join(file)).unwrap(),
+            fs::read(checkout.join(file)).unwrap(),
+            "{file}"
+        );
+    }
+    // Their manifests stand alone: nothing inherited from a workspace the project does not have.
+    for name in ["mw-runtime", "mw-macros"] {
+        let text =
+            fs::read_to_string(project.join("vendor").join(name).join("Cargo.toml")).unwrap();
+        let table: toml::Table = toml::from_str(&text).unwrap();
+        assert!(!text.contains("workspace ="), "{text}");
+        assert!(!text.contains(".workspace"), "{text}");
+        assert_eq!(table["package"]["name"].as_str(), Some(name));
+        assert!(!table.contains_key("dev-dependencies"), "{text}");
+    }
+    let runtime = fs::read_to_string(project.join("vendor/mw-runtime/Cargo.toml")).unwrap();
+    assert!(runtime.contains("path = \"../mw-macros\""), "{runtime}");
+
+    // Made again with --force, the runtime's many files are named by their folder.
+    let assert = new(dir.path(), home.path(), &["--force"]).success();
+    let stdout = String::from_utf8_lossy(&assert.get_output().stdout).into_owned();
+    let replaced = stdout.lines().find(|l| l.starts_with("Replaced")).unwrap();
+    assert!(replaced.ends_with(", vendor/"), "{replaced}");
+    assert!(!replaced.contains("vendor/mw-runtime"), "{replaced}");
 }
 
 #[test]

@@ -96,8 +96,11 @@ pub struct RunArgs {
     #[arg(long, value_name = "EVENTS", value_parser = parse_whole)]
     pub trace_limit: Option<usize>,
     /// No progress line and no summary at the end of the run
-    #[arg(long)]
+    #[arg(long, conflicts_with = "verbose")]
     pub quiet: bool,
+    /// With each tuning decision, the model's numbers behind it (also kept in the metrics)
+    #[arg(long)]
+    pub verbose: bool,
     /// Emulated external load: none, variable, increasing, or ITERATION:WORKERS:PERCENT,... [default: none]
     ///
     /// `variable[:PERIOD[:PERCENT]]` (defaults 8 and 75): PERCENT load on the even-numbered
@@ -362,6 +365,8 @@ pub struct RunConfig {
     pub trace_limit: usize,
     /// No progress line, no summary.
     pub quiet: bool,
+    /// Each tuning decision with the model's numbers behind it, not only its summary.
+    pub verbose: bool,
     /// Emulated external load on the workers ([`LoadPattern::None`] for none).
     pub load: LoadPattern,
     /// Emulated network between master and workers on the local backend.
@@ -444,6 +449,7 @@ impl Default for RunConfig {
             trace: None,
             trace_limit: crate::trace::DEFAULT_LIMIT,
             quiet: false,
+            verbose: false,
             load: LoadPattern::None,
             link: None,
             faults: FaultConfig::default(),
@@ -545,6 +551,7 @@ impl RunConfig {
                 .or(file.trace_limit)
                 .unwrap_or(defaults.trace_limit),
             quiet: args.quiet || file.quiet.unwrap_or(defaults.quiet),
+            verbose: args.verbose,
             load: args
                 .load
                 .clone()

@@ -874,17 +874,9 @@ where
 
     /// Says on stderr what changed and why, unless the run is `--quiet`.
     fn announce(&self, d: &crate::tunables::Decision) {
-        if self.config.quiet {
-            return;
+        if !self.config.quiet {
+            eprint!("{}", crate::summary::announcement(d, self.config.verbose));
         }
-        let when = match d.tasks_done {
-            Some(done) => format!("iteration {} after {done} tasks", d.iteration),
-            None => format!("iteration {}", d.iteration),
-        };
-        eprintln!(
-            "mw: {when}: {} {} → {} ({})",
-            d.tunable, d.from, d.to, d.reason
-        );
     }
 
     /// Sends the iteration's shared part to `worker`, making it take part.

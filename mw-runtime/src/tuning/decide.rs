@@ -101,6 +101,24 @@ impl Explanation {
         }
     }
 
+    /// Why, in a few words (the decision's summary adds the expected gain).
+    pub fn words(&self) -> String {
+        match self {
+            Explanation::Workers(a) => a.words().to_owned(),
+            Explanation::Factor(_) | Explanation::Policy(_) => "fastest in simulation".to_owned(),
+            Explanation::Declared(reason) => reason.clone(),
+        }
+    }
+
+    /// The expected gain `gain` (a fraction) in words: what gets better by how much.
+    pub fn gain(&self, gain: f64) -> String {
+        let percent = (gain * 100.0).round();
+        match self {
+            Explanation::Workers(a) => a.gain(percent),
+            _ => format!("{percent:.0}% less time"),
+        }
+    }
+
     /// Inputs and model numbers, for the metrics.
     pub fn details(&self) -> serde_json::Value {
         match self {
@@ -112,6 +130,17 @@ impl Explanation {
                 "reason": reason,
             }),
         }
+    }
+}
+
+/// A duration for people: `41.2 ms`, `0.35 ms`, `1234 ms`.
+fn short_ms(ms: f64) -> String {
+    if ms >= 100.0 {
+        format!("{ms:.0} ms")
+    } else if ms >= 10.0 {
+        format!("{ms:.1} ms")
+    } else {
+        format!("{ms:.2} ms")
     }
 }
 
@@ -173,6 +202,8 @@ pub(crate) enum Verdict {
     RollBack {
         back: Change,
         reason: String,
+        /// The rollback in a few words.
+        summary: String,
         measured_ms: f64,
         details: serde_json::Value,
     },
@@ -546,6 +577,15 @@ impl Decider {
             "noise": trial.noise,
             "midway": trial.midway.is_some(),
         });
+        let summary = if trial.midway.is_some() {
+            "undone: the tasks since the change took longer".to_owned()
+        } else {
+            format!(
+                "undone: {} an iteration against {} before",
+                short_ms(measured_ms),
+                short_ms(trial.baseline_ms)
+            )
+        };
         let reason = if trial.midway.is_some() {
             format!(
                 "rollback: with {} = {} the tasks that followed took {measured_ms:.3} ms each: \
@@ -570,6 +610,7 @@ impl Decider {
             details,
             back: trial.back,
             reason,
+            summary,
             measured_ms,
         }
     }

@@ -172,6 +172,7 @@ impl Tuner {
         if let Verdict::RollBack {
             back,
             reason,
+            summary,
             measured_ms,
             details,
         } = self.decider.judge(self.config.persistence, index)
@@ -181,6 +182,7 @@ impl Tuner {
             let why = Why {
                 source: Source::Tuner,
                 reason,
+                summary,
                 predicted_ms: self.predict_after(&back, obs, healthy),
                 measured_ms: Some(measured_ms),
                 details,
@@ -342,6 +344,7 @@ impl Tuner {
         let Verdict::RollBack {
             back,
             reason,
+            summary,
             details,
             ..
         } = self.decider.judge_midway(after, per_task, index)
@@ -352,6 +355,7 @@ impl Tuner {
         let why = Why {
             source: Source::Tuner,
             reason,
+            summary,
             predicted_ms: None,
             measured_ms: None,
             details,
@@ -459,6 +463,7 @@ impl Tuner {
         let held_for = match look.midway {
             Some(_) if streak == 1 => "at the first look".to_owned(),
             Some(_) => format!("held {streak} checkpoints"),
+            None if streak == 1 => "held 1 iteration".to_owned(),
             None => format!("held {streak} iterations"),
         };
         let why = Why {
@@ -468,6 +473,11 @@ impl Tuner {
                 proposal.explanation.reason(),
                 proposal.gain * 100.0,
                 threshold * 100.0
+            ),
+            summary: format!(
+                "{}: expected {}",
+                proposal.explanation.words(),
+                proposal.explanation.gain(proposal.gain)
             ),
             predicted_ms: Some(proposal.predicted_ms),
             measured_ms: Some(obs.facts.time_ms),

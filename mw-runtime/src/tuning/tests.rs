@@ -261,6 +261,13 @@ fn a_persistent_proposal_is_applied_after_persistence_iterations() {
         d.reason
     );
     assert!(d.reason.contains("held 2 iterations"), "{}", d.reason);
+    // For people, the same in words; the numbers stay in the reason.
+    assert!(
+        d.summary.starts_with("best time per worker: expected ")
+            && d.summary.ends_with("% less time × workers"),
+        "{}",
+        d.summary
+    );
     let predicted = model::iteration_time(&p, 23, Protocol::Async).unwrap();
     assert!((d.predicted_ms.unwrap() - predicted).abs() < 1e-6);
     assert_eq!(d.details["model"]["mcmc"], 41);
@@ -283,7 +290,7 @@ fn the_first_boundary_acts_at_once_on_a_large_gain_only() {
     h.step(|i, n| measured(i, n, &p, None));
     assert_eq!(h.nworkers(), 23, "{:?}", h.decisions);
     assert_eq!(h.decisions[0].iteration, 1);
-    assert!(h.decisions[0].reason.contains("held 1 iterations"));
+    assert!(h.decisions[0].reason.contains("held 1 iteration,"));
     for _ in 0..6 {
         h.step(|i, n| measured(i, n, &p, None));
     }
@@ -354,6 +361,7 @@ fn a_change_that_made_things_worse_is_rolled_back_and_not_retried() {
     let back = &h.decisions[1];
     assert_eq!((back.iteration, back.to.as_u64()), (5, Some(4)));
     assert!(back.reason.starts_with("rollback:"), "{}", back.reason);
+    assert!(back.summary.starts_with("undone: "), "{}", back.summary);
     assert!(back.measured_ms.unwrap() > before * 1.4);
     assert_eq!(back.details["tried"], 23.0);
     assert!((back.details["baseline_ms"].as_f64().unwrap() - before).abs() < 1e-9);

@@ -195,7 +195,7 @@ impl WorkersEvaluation {
         });
         format!(
             "{} model: {what}; Tt {:.2} → {:.2} ms; Tc {:.1} ms, mo {:.4} ms, k {:.3e} ms/B, \
-             MCMC {}, Q {:.2} ≤ {:.2}{machine}",
+             MCMC {}, Q {:.2} {} {:.2}{machine}",
             self.variant,
             now.time_ms,
             best.time_ms,
@@ -204,8 +204,30 @@ impl WorkersEvaluation {
             self.k_ms_per_byte,
             self.mcmc.map_or("none".to_owned(), |m| m.to_string()),
             self.imbalance,
+            // Growing needs the load balanced (Q within its allowance); shrinking does not.
+            if self.imbalance <= self.allowance {
+                "≤"
+            } else {
+                ">"
+            },
             self.allowance,
         )
+    }
+
+    /// Why, in words: the objective the new count is best for.
+    pub fn words(&self) -> &'static str {
+        match self.objective {
+            Objective::Index => "best time per worker",
+            Objective::Time => "fastest by the model",
+        }
+    }
+
+    /// The gain of the objective, `percent` of it, in words.
+    pub fn gain(&self, percent: f64) -> String {
+        match self.objective {
+            Objective::Index => format!("{percent:.0}% less time × workers"),
+            Objective::Time => format!("{percent:.0}% less time"),
+        }
     }
 
     pub fn details(&self) -> serde_json::Value {
@@ -241,5 +263,48 @@ impl WorkersEvaluation {
                 "proposed": {"workers": self.best.workers, "time_ms": self.best.time_ms, "pi": self.best.pi},
             },
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn evaluation(imbalance: f64, allowance: f64) -> WorkersEvaluation {
+        let point = |workers, time_ms, pi| Point {
+            workers,
+            time_ms,
+            pi,
+        };
+        WorkersEvaluation {
+            machine: None,
+            variant: "balanced",
+            objective: Objective::Index,
+            tasks: 100,
+            tc_ms: 100.0,
+            inputs: Inputs::default(),
+            mo_ms: 0.01,
+            k_ms_per_byte: 1e-6,
+            calibration_ms: 0.0,
+            shared_bytes: 0.0,
+            measured_imbalance: imbalance,
+            imbalance,
+            bound: allowance - BALANCE_SLACK,
+            allowance,
+            mcmc: None,
+            range: (1, 4),
+            now: point(2, 60.0, 72.0),
+            best: point(1, 100.0, 100.0),
+        }
+    }
+
+    /// An imbalance above its allowance does not stop a pool from shrinking: the account says
+    /// so rather than claiming the check held.
+    #[test]
+    fn the_balance_check_is_stated_as_it_stands() {
+        let over = evaluation(0.24, 0.06).reason();
+        assert!(over.contains("Q 0.24 > 0.06"), "{over}");
+        let within = evaluation(0.02, 0.06).reason();
+        assert!(within.contains("Q 0.02 ≤ 0.06"), "{within}");
     }
 }

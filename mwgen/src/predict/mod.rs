@@ -188,8 +188,12 @@ pub fn run(args: &PredictArgs, out: &mut dyn Write) -> Result<(), CliError> {
     let sbatch = sbatch(&f, &pilot, cores);
     if let Some(path) = &args.plot {
         let subtitle = format!(
-            "{}: {} iterations of {} tasks, policy {}, from a pilot of {} workers",
-            pilot.app, f.iterations, f.tasks, f.policy, pilot.workers
+            "{}: {} of {}, policy {}, from a pilot of {}",
+            pilot.app,
+            crate::count(f.iterations, "iteration"),
+            crate::count(f.tasks, "task"),
+            f.policy,
+            crate::count(pilot.workers, "worker")
         );
         plot::draw(path, &subtitle, &f).map_err(|e| {
             CliError::failure(
@@ -428,11 +432,11 @@ fn print_table(
 ) -> std::io::Result<()> {
     writeln!(
         out,
-        "pilot: {} on {}, {} workers, {} iterations of {:.0} tasks, task {:.4} ± {:.4} ms, {:.2} ms per iteration",
+        "pilot: {} on {}, {}, {} of {:.0} tasks, task {:.4} ± {:.4} ms, {:.2} ms per iteration",
         pilot.app,
         pilot.backend,
-        pilot.workers,
-        pilot.iterations,
+        crate::count(pilot.workers, "worker"),
+        crate::count(pilot.iterations, "iteration"),
         pilot.tasks,
         pilot.task_mean_ms,
         pilot.task_sd_ms,
@@ -440,8 +444,13 @@ fn print_table(
     )?;
     writeln!(
         out,
-        "run:   {} iterations of {} tasks, policy {}, {} protocol, mo = {:.4} ms, k = {:.3e} ms/B",
-        f.iterations, f.tasks, f.policy, pilot.protocol, f.mo_ms, f.k_ms_per_byte
+        "run:   {} of {}, policy {}, {} protocol, mo = {:.4} ms, k = {:.3e} ms/B",
+        crate::count(f.iterations, "iteration"),
+        crate::count(f.tasks, "task"),
+        f.policy,
+        pilot.protocol,
+        f.mo_ms,
+        f.k_ms_per_byte
     )?;
     if f.simulated_because.is_empty() {
         writeln!(out, "method: the {} model (its assumptions hold)", f.model)?;
@@ -487,16 +496,16 @@ fn print_table(
     if let Some(t) = time_of(f.best_time) {
         writeln!(
             out,
-            "fastest:    {} workers, {} {pm}",
-            f.best_time,
+            "fastest:    {}, {} {pm}",
+            crate::count(f.best_time, "worker"),
             duration(t)
         )?;
     }
     if let Some(t) = time_of(f.cheapest) {
         writeln!(
             out,
-            "cheapest:   {} workers, {} {pm} (fewest worker-hours within {:.0} % of the fastest)",
-            f.cheapest,
+            "cheapest:   {}, {} {pm} (fewest worker-hours within {:.0} % of the fastest)",
+            crate::count(f.cheapest, "worker"),
             duration(t),
             100.0 * forecast::NEAR_BEST
         )?;

@@ -32,7 +32,7 @@ pub(super) fn draw(path: &Path, subtitle: &str, f: &Forecast) -> DrawResult<()> 
         marks.push(Mark {
             at,
             right: false,
-            text: format!("fastest: {} workers", f.best_time),
+            text: format!("fastest: {}", crate::count(f.best_time, "worker")),
             offset: (-60, 12),
         });
     }
@@ -40,7 +40,10 @@ pub(super) fn draw(path: &Path, subtitle: &str, f: &Forecast) -> DrawResult<()> 
         marks.push(Mark {
             at,
             right: true,
-            text: format!("cheapest near the best: {} workers", f.cheapest),
+            text: format!(
+                "cheapest near the best: {}",
+                crate::count(f.cheapest, "worker")
+            ),
             offset: (-60, -22),
         });
     }

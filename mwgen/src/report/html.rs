@@ -147,6 +147,16 @@ fn decisions(html: &mut String, run: &Run) {
     *html += "<table>\n<tr><th>from iteration</th><th>tunable</th><th>from</th><th>to</th>\
               <th>reason</th></tr>\n";
     for d in &run.decisions {
+        // The words first, the model's account (what `--verbose` prints) under them.
+        let reason = if d.summary.is_empty() {
+            escape(&d.reason)
+        } else {
+            format!(
+                "{}<br><span class=\"note\">{}</span>",
+                escape(&d.summary),
+                escape(&d.reason)
+            )
+        };
         let _ = writeln!(
             html,
             "<tr><td class=\"n\">{}</td><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td>\
@@ -155,7 +165,7 @@ fn decisions(html: &mut String, run: &Run) {
             escape(&d.tunable),
             escape(&plain(&d.from)),
             escape(&plain(&d.to)),
-            escape(&d.reason),
+            reason,
         );
     }
     *html += "</table>\n";

@@ -96,6 +96,8 @@ pub(crate) struct DecisionRow {
     pub from: serde_json::Value,
     pub to: serde_json::Value,
     pub reason: String,
+    /// The decision in words (metrics written before it was recorded have none).
+    pub summary: String,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
