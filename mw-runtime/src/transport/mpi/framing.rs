@@ -10,6 +10,7 @@ use mpi::topology::{Communicator, Rank, SimpleCommunicator};
 
 use super::parts::{self, PART};
 use super::posted::{self, Posted, Received};
+use super::ulfm;
 use crate::error::{Error, Result};
 
 /// Set in the tag of an announcement: the body follows on the bulk communicator.
@@ -93,6 +94,10 @@ pub(super) fn receive(
     }) {
         Received::Message(status) => status,
         Received::GaveUp => return Ok(None),
+        Received::Failed(code) if ulfm::process_failed(code) => {
+            ulfm::acknowledge(&comms.inline);
+            return Ok(None);
+        }
         Received::Failed(code) => return Err(failed(code)),
     };
     let (rank, tag) = (status.source_rank(), status.tag());
@@ -122,6 +127,10 @@ pub(super) fn receive(
                 )));
             }
             Received::GaveUp => return Ok(None),
+            Received::Failed(code) if ulfm::process_failed(code) => {
+                ulfm::acknowledge(&comms.inline);
+                return Ok(None);
+            }
             Received::Failed(code) => return Err(failed(code)),
         }
     }

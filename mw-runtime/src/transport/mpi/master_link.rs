@@ -16,6 +16,7 @@ use super::lifeline::Lifelines;
 use super::messages::decode;
 use super::posted::Posted;
 use super::spawn::{Spawner, Taken};
+use super::ulfm;
 use super::{
     CHUNK, DONE, FAILED, FATAL, FINISHED, KILL, LEAVE_UNFINALIZED, LOST, READY, SHARED, STOP,
 };
@@ -52,6 +53,16 @@ impl Gone {
     /// Looks at the lifelines: every worker found dead is given up (its sends abandoned) and
     /// queued to be reported. A worker with a message still waiting is reported after it.
     fn look(&mut self, comms: &Comms, posted: &mut VecDeque<Posted>, spawner: &mut Spawner) {
+        // Under ULFM, MPI names the ranks that failed; a launched rank's worker is its rank - 1.
+        for rank in ulfm::take_failed() {
+            let worker = usize::try_from(rank).unwrap_or(0).wrapping_sub(1);
+            if self.gone.get(worker) == Some(&false) {
+                self.give_up(worker, posted);
+                self.lost = true;
+                let why = "its process failed (MPI reported it, ULFM)".to_owned();
+                self.unreported.push_back((worker, why));
+            }
+        }
         let Some(lifelines) = &mut self.lifelines else {
             return;
         };
@@ -326,6 +337,9 @@ impl<T, S, R> MpiMaster<T, S, R> {
             };
             let Some((rank, tag, body)) = receive(comms, &mut self.end.inbox, None, keep_waiting)?
             else {
+                // A failure MPI reported (ULFM) ended the receive: report it now.
+                self.gone
+                    .look(&self.end.comms, &mut self.posted, &mut self.spawner);
                 if self.gone.unreported.is_empty() && !spawned_waiting {
                     return Ok(None);
                 }

@@ -57,6 +57,7 @@ mod messages;
 mod parts;
 mod posted;
 mod spawn;
+mod ulfm;
 mod worker_link;
 
 use mpi::Tag;

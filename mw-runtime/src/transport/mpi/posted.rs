@@ -228,6 +228,12 @@ pub(super) fn receive(
         let mut done: c_int = 0;
         // SAFETY: `request` is the live receive posted above.
         let code = unsafe { ffi::MPI_Test(&mut request, &mut done, &mut status) };
+        if code != 0 && super::ulfm::pending(code) {
+            // A receive from any rank held up by a failure: still posted, and free to complete
+            // once the failure is acknowledged (the failed rank is reported by the master).
+            super::ulfm::acknowledge(comm);
+            continue;
+        }
         if code != 0 {
             return Received::Failed(code);
         }
