@@ -7,6 +7,8 @@ use clap::Parser;
 use synthetic::cli::{Cli, run};
 
 fn main() -> ExitCode {
+    // Before the flags are parsed: under a launcher, a refused flag's status 2 is said too.
+    mw::report_exit_status();
     match run(&Cli::parse()) {
         Ok(Some(summary)) => {
             print!("{summary}");
