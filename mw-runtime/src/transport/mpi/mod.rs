@@ -32,7 +32,9 @@
 //! between two ranks.
 //!
 //! A worker rank may die (`kill -9`, an abort, the OOM killer) without ending the job when it is
-//! launched with `mpirun --mca orte_enable_recovery 1`: the communicators return errors instead
+//! launched with `mpirun --mca orte_enable_recovery 1` (Open MPI 5: `mpirun --enable-recovery`;
+//! Intel MPI: `mpiexec -disable-auto-cleanup`; MPICH ends the job whatever the line): the
+//! communicators return errors instead
 //! of aborting, the master notices the death through the worker's [`lifeline`], reports the
 //! worker `Lost` once, and from then on drops what was sent to it or comes from it. A worker the
 //! engine gives up on (`forsake`) is treated the same way, without the report, and its process is
@@ -43,7 +45,8 @@
 //! One concern a module: [`framing`] puts messages on the wire and takes them off (whole or in
 //! parts), [`messages`] encodes what only this backend sends, [`master_link`] and
 //! [`worker_link`] are the two ends the engine talks to, and [`bootstrap`] starts a run on every
-//! rank and ends MPI after it, and [`spawn`] grows the pool past the launched ranks.
+//! rank and ends MPI after it, [`spawn`] grows the pool past the launched ranks, and [`library`]
+//! says at start what of the MPI library or the launch line will not do.
 
 mod backoff;
 mod bootstrap;

@@ -10,7 +10,8 @@
 //! request and the bytes together, and a send's bytes are released only once MPI says it is
 //! done with them. A receive, likewise, must be given up when the master stops waiting (a
 //! timeout, a worker lost), which rsmpi cannot do without knowing whether the cancel won.
-//! It is the crate's only `unsafe` code.
+//! It holds most of the backend's `unsafe` code: each other module that calls MPI or the
+//! system directly (`kill`, `library`, `spawn`, `ulfm`) says why at its top.
 #![allow(unsafe_code)]
 
 use std::ops::Range;
