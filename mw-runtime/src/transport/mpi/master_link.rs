@@ -643,8 +643,8 @@ impl<T, S, R> MpiMaster<T, S, R> {
         let recovery = if recovery_enabled() {
             ""
         } else {
-            "; without `--mca orte_enable_recovery 1` on the mpirun line, mpirun ends the whole \
-             job with it"
+            "; without a launch line that survives a lost rank (`--mca orte_enable_recovery 1` \
+             on Open MPI 4, `--with-ft ulfm` on Open MPI 5), mpirun ends the whole job with it"
         };
         if place.node == self.node {
             match kill::kill(place.pid) {
@@ -682,9 +682,11 @@ impl<T, S, R> MpiMaster<T, S, R> {
     }
 }
 
-/// Whether mpirun keeps the job going when a rank dies (`--mca orte_enable_recovery 1`, which
-/// it passes to the ranks in their environment).
+/// Whether mpirun keeps the job going when a rank dies: Open MPI 4's `--mca
+/// orte_enable_recovery 1`, which it passes to the ranks in their environment (as Open MPI 5's
+/// `--enable-recovery` does with `-x OMPI_MCA_orte_enable_recovery=1`), or ULFM.
 pub(super) fn recovery_enabled() -> bool {
-    std::env::var("OMPI_MCA_orte_enable_recovery")
-        .is_ok_and(|v| matches!(v.trim(), "1" | "true" | "t" | "yes" | "y" | "enabled"))
+    ulfm::enabled()
+        || std::env::var("OMPI_MCA_orte_enable_recovery")
+            .is_ok_and(|v| matches!(v.trim(), "1" | "true" | "t" | "yes" | "y" | "enabled"))
 }
