@@ -98,6 +98,48 @@ impl Error {
     }
 }
 
+/// What `main` returns after a run: success, or the error printed the way the runtime's
+/// messages and `mwgen` print theirs (an `error: ...` line, then a `help: ...` line where
+/// there is advice) with status 2 for a configuration the run refused and 1 for any other
+/// failure. `fn main() -> mw::Result<()>` would print Rust's own `Error: ` before it instead.
+///
+/// # Examples
+/// ```no_run
+/// fn main() -> std::process::ExitCode {
+///     mw_runtime::exit_status(run())
+/// }
+/// # fn run() -> mw_runtime::Result<()> { Ok(()) }
+/// ```
+pub fn exit_status(result: Result<()>) -> std::process::ExitCode {
+    match result {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("{}", e.report());
+            std::process::ExitCode::from(e.status())
+        }
+    }
+}
+
+impl Error {
+    /// The error as a program prints it: its message after `error: `.
+    pub fn report(&self) -> String {
+        let text = self.to_string();
+        match text.starts_with("error: ") {
+            true => text,
+            false => format!("error: {text}"),
+        }
+    }
+
+    /// The exit status a program that stops on this error gives: 2 for a configuration it
+    /// refused, 1 for any other failure.
+    pub fn status(&self) -> u8 {
+        match self.kind {
+            ErrorKind::Config { .. } | ErrorKind::ConfigFile { .. } => 2,
+            _ => 1,
+        }
+    }
+}
+
 impl From<ErrorKind> for Error {
     fn from(kind: ErrorKind) -> Self {
         Error { kind }
@@ -223,5 +265,11 @@ mod tests {
         assert_eq!(format!("{e:?}"), "`workers` = 0\nhelp: ask for one or more");
         let other = Error::app("no input file");
         assert_eq!(format!("{other:?}"), "no input file");
+        assert_eq!(
+            e.report(),
+            "error: `workers` = 0\nhelp: ask for one or more"
+        );
+        assert_eq!(other.report(), "error: no input file");
+        assert_eq!((e.status(), other.status()), (2, 1));
     }
 }

@@ -137,6 +137,38 @@ impl LoadPattern {
         1.0 / (1.0 - self.percent(worker, iteration) / 100.0)
     }
 
+    /// Refuses a pattern naming workers a run of `pool` workers (numbered from 0) does not
+    /// have: a step's `N` or `N-M` past the last worker.
+    ///
+    /// # Errors
+    /// A configuration error naming the first such step and the workers there are.
+    pub fn check_pool(&self, pool: usize) -> crate::Result<()> {
+        let LoadPattern::Steps(steps) = self else {
+            return Ok(());
+        };
+        let beyond = steps.iter().find_map(|step| match step.workers {
+            Workers::Range { last, .. } if last >= pool => Some((step, last)),
+            _ => None,
+        });
+        let Some((step, last)) = beyond else {
+            return Ok(());
+        };
+        let there = match pool {
+            1 => "worker 0".to_owned(),
+            n => format!("workers 0 to {}", n - 1),
+        };
+        let named = LoadPattern::Steps(vec![step.clone()]);
+        Err(crate::Error::config(
+            format!(
+                "error: `--load {named}` names worker {last}, and this run has {pool} ({there})"
+            ),
+            format!(
+                "load {there} (`*` names them all), or start more workers (--max-workers; under \
+                 MPI, more ranks)"
+            ),
+        ))
+    }
+
     /// Whether the pattern never loads anyone.
     pub fn is_none(&self) -> bool {
         match self {
@@ -512,6 +544,34 @@ mod tests {
         assert_eq!(loaded(&pattern, 4, 6), [0]);
         // A later step in the same iteration wins.
         assert_eq!(parse("0:0:10,0:0:20").percent(0, 0), 20.0);
+    }
+
+    #[test]
+    fn steps_naming_workers_the_run_does_not_have_are_refused() {
+        let load: LoadPattern = "0:*:50,2:0-3:75".parse().unwrap();
+        load.check_pool(4).unwrap();
+        let err = load.check_pool(3).unwrap_err().to_string();
+        assert_eq!(
+            err,
+            "error: `--load 2:0-3:75` names worker 3, and this run has 3 (workers 0 to 2)\nhelp: \
+             load workers 0 to 2 (`*` names them all), or start more workers (--max-workers; \
+             under MPI, more ranks)"
+        );
+        let one: LoadPattern = "0:1:50".parse().unwrap();
+        assert!(
+            one.check_pool(1)
+                .unwrap_err()
+                .to_string()
+                .contains("(worker 0)")
+        );
+        // The named patterns name no worker.
+        for pattern in ["variable", "increasing:2", "none"] {
+            pattern
+                .parse::<LoadPattern>()
+                .unwrap()
+                .check_pool(1)
+                .unwrap();
+        }
     }
 
     #[test]

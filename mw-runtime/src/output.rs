@@ -135,7 +135,17 @@ fn new_beside(path: &Path) -> io::Result<tempfile::NamedTempFile> {
     builder.prefix(&prefix).suffix(".partial");
     #[cfg(unix)]
     builder.permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666));
-    builder.tempfile_in(directory(path))
+    builder.tempfile_in(directory(path)).map_err(without_path)
+}
+
+/// The system's error without the temporary file's random name, which tells the user nothing
+/// (the message names the output): `tempfile` appends ` at path "..."` to it.
+fn without_path(e: io::Error) -> io::Error {
+    let text = e.to_string();
+    match text.rfind(" at path \"") {
+        Some(end) => io::Error::new(e.kind(), &text[..end]),
+        None => e,
+    }
 }
 
 fn directory(path: &Path) -> &Path {
@@ -194,6 +204,7 @@ mod tests {
             e.contains("help: the directory `") && e.contains("does not exist"),
             "{e}"
         );
+        assert!(!e.contains(".partial"), "the temporary name is shown: {e}");
         let e = check_output(dir.path(), "--trace").unwrap_err().to_string();
         assert!(
             e.contains("it is a directory") && e.contains("help: "),

@@ -11,7 +11,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use mw_runtime::control::{ControlAddr, ControlStream, MAX_CONNECTIONS, MAX_LINE, Reply};
+use mw_runtime::control::{
+    AUTH_TIMEOUT, ControlAddr, ControlStream, MAX_CONNECTIONS, MAX_LINE, MAX_UNAUTHENTICATED, Reply,
+};
 use mw_runtime::prelude::*;
 use mw_runtime::{RunConfig, RunMetrics, TuningConfig};
 
@@ -207,26 +209,50 @@ fn a_line_past_the_limit_closes_the_connection_with_an_error() {
 }
 
 #[test]
-fn connections_past_the_limit_are_refused_and_idle_ones_let_go() {
+fn connections_that_never_authenticate_cannot_lock_the_owner_out() {
     let dir = tempfile::tempdir().unwrap();
     let addr = ControlAddr::Unix(dir.path().join("ctl.sock"));
     let program = Program::start(&addr);
     let _ = connect(&addr);
-    let idle: Vec<ControlStream> = (0..MAX_CONNECTIONS)
-        .map(|_| addr.connect_unauthenticated().unwrap())
-        .collect();
-    std::thread::sleep(Duration::from_millis(300));
-    let mut one_more = addr.connect_unauthenticated().unwrap();
-    let mut line = String::new();
-    BufReader::new(&mut one_more).read_line(&mut line).unwrap();
-    refused(Reply::parse(&line), "connections at once");
-    // Connections that do not authenticate are closed after a while, and room is made.
+    // Another user holds every place for connections still to authenticate, and opens more
+    // as fast as it can; the owner gets in at the first try, every time.
+    let mut held = Vec::new();
+    for round in 0..6 {
+        held.extend((0..2 * MAX_UNAUTHENTICATED).map(|_| addr.connect_unauthenticated().unwrap()));
+        let mut owner = addr
+            .connect()
+            .unwrap_or_else(|e| panic!("round {round}: the owner was kept out: {e}"));
+        assert!(matches!(
+            owner.request("get nworkers").unwrap(),
+            Reply::Ok(_)
+        ));
+    }
+    // A connection that does not authenticate is closed within the second it has.
+    let mut idle = addr.connect_unauthenticated().unwrap();
+    let started = std::time::Instant::now();
+    assert!(closed(&mut idle));
+    assert!(
+        started.elapsed() < AUTH_TIMEOUT + Duration::from_millis(500),
+        "closed after {:?}",
+        started.elapsed()
+    );
+    drop(held);
+    program.finish();
+}
+
+#[test]
+fn authenticated_connections_past_the_limit_are_refused_as_busy() {
+    let dir = tempfile::tempdir().unwrap();
+    let addr = ControlAddr::Unix(dir.path().join("ctl.sock"));
+    let program = Program::start(&addr);
+    let held: Vec<ControlStream> = (0..MAX_CONNECTIONS).map(|_| connect(&addr)).collect();
+    let e = addr.connect().unwrap_err();
+    assert_eq!(e.kind(), std::io::ErrorKind::ResourceBusy, "{e}");
+    assert!(e.to_string().contains("8 connections at once"), "{e}");
+    // One closed makes room.
+    drop(held);
     let mut control = connect(&addr);
-    assert!(matches!(
-        control.request("get nworkers").unwrap(),
-        Reply::Ok(_)
-    ));
-    drop(idle);
+    assert!(matches!(control.request("get").unwrap(), Reply::Ok(_)));
     program.finish();
 }
 

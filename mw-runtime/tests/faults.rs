@@ -16,7 +16,13 @@ enum Fault {
     Hang,
     Exit,
     Error,
+    /// Panics after 60 ms, long after a copy of its chunk was answered (as a panic does that
+    /// prints a backtrace), once in the whole run.
+    LatePanic,
 }
+
+/// Whether the late panic struck: a worker that panicked is built afresh, with new fields.
+static LATE_PANIC_STRUCK: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 struct Faulty {
     index: usize,
@@ -51,6 +57,12 @@ impl Worker for Faulty {
                 },
                 Fault::Exit => mw_runtime::fault::exit_worker(),
                 Fault::Error => return Err("a task fails once".into()),
+                Fault::LatePanic => {
+                    if !LATE_PANIC_STRUCK.swap(true, std::sync::atomic::Ordering::SeqCst) {
+                        std::thread::sleep(Duration::from_millis(60));
+                        panic!("a late panic");
+                    }
+                }
             }
         }
         std::thread::sleep(Duration::from_micros(u64::from(us)));
@@ -119,4 +131,18 @@ fn a_task_that_fails_once_runs_again_and_the_worker_stays() {
     assert_eq!(metrics.failures.len(), 1, "{:?}", metrics.failures);
     assert_eq!(metrics.failures[0].message, "a task fails once");
     assert!(metrics.iterations[2].busy_ms[1] > 0.0);
+}
+
+#[test]
+fn a_failure_answered_after_its_copy_is_still_reported() {
+    let metrics = run(Fault::LatePanic, Protocol::Async);
+    let backups: usize = metrics.iterations.iter().map(|i| i.backups).sum();
+    assert!(backups >= 1, "the late chunk was not copied");
+    let late: Vec<_> = metrics
+        .failures
+        .iter()
+        .filter(|f| f.message.contains("a late panic"))
+        .collect();
+    assert_eq!(late.len(), 1, "{:?}", metrics.failures);
+    assert_eq!((late[0].worker, late[0].iteration), (1, 1));
 }

@@ -72,6 +72,9 @@ pub fn run(args: &CtlArgs, out: &mut dyn Write) -> Result<(), CliError> {
     })?;
     let mut stream = addr.connect().map_err(|e| {
         let help = match e.kind() {
+            ErrorKind::ResourceBusy => {
+                "close a `mwgen ctl ... watch` of this program, then try again".to_owned()
+            }
             ErrorKind::PermissionDenied => {
                 "only the user who started the program may control it, and it must be running \
                  with that --control address: the program writes a token for its user, which \

@@ -411,3 +411,36 @@ fn a_stray_word_is_named_where_it_stands() {
         "{stderr}"
     );
 }
+
+#[test]
+fn absurd_nesting_and_computed_array_lengths_are_refused() {
+    let nested = |depth: usize| {
+        format!(
+            "struct Deep {{ v: {}u8{} }}",
+            "Vec<".repeat(depth),
+            ">".repeat(depth)
+        )
+    };
+    let out = "struct Answer { sum: u64 }";
+    let stderr = refused(&["app", "--in", &nested(3000), "--out", out], &[]);
+    assert!(
+        stderr.starts_with("error: invalid `--in` definition: types nested more than 32 deep"),
+        "{stderr}"
+    );
+    let stderr = refused(&["app", "--in", &nested(40), "--out", out], &[]);
+    assert!(stderr.contains("nested more than 32 deep"), "{stderr}");
+    let stderr = refused(
+        &[
+            "app",
+            "--in",
+            "struct Cells { v: [u8; { std::process::abort(); 3 }] }",
+            "--out",
+            out,
+        ],
+        &[],
+    );
+    assert!(
+        stderr.contains("an array length must be a whole number written out"),
+        "{stderr}"
+    );
+}

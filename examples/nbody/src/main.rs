@@ -6,6 +6,7 @@ mod physics;
 mod worker;
 
 use std::path::PathBuf;
+use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use clap::{Parser, ValueEnum};
@@ -33,8 +34,8 @@ enum Mode {
 #[derive(Debug, Parser)]
 #[command(version, about)]
 struct Cli {
-    /// Number of bodies
-    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..))]
+    /// Number of bodies, at most 10000000
+    #[arg(long, default_value_t = 1000, value_parser = parse_bodies)]
     bodies: u32,
     /// Time steps (iterations)
     #[arg(long, default_value_t = 10)]
@@ -53,6 +54,22 @@ struct Cli {
     mode: Mode,
     #[command(flatten)]
     run: mw::RunArgs,
+}
+
+/// The most bodies: 400 MB of state on the master and on every worker, and 10^14 interactions
+/// a step; far past what a run can finish, and refused before anything is allocated.
+const MAX_BODIES: u32 = 10_000_000;
+
+fn parse_bodies(text: &str) -> Result<u32, String> {
+    match text.trim().parse::<u64>() {
+        Ok(n @ 1..) if n <= u64::from(MAX_BODIES) => Ok(n as u32),
+        Ok(0) => Err("a simulation needs at least 1 body".into()),
+        Ok(_) => Err(format!(
+            "more than {MAX_BODIES} bodies: the state takes 40 bytes a body on the master and \
+             on every worker, and a step N² interactions; ask for at most {MAX_BODIES}"
+        )),
+        Err(_) => Err(format!("`{text}` is not a whole number of bodies")),
+    }
 }
 
 fn ms(d: Duration) -> f64 {
@@ -101,8 +118,11 @@ struct References {
     rayon: Option<mw::Result<(Vec<Body>, Duration)>>,
 }
 
-fn main() -> mw::Result<()> {
-    let cli = Cli::parse();
+fn main() -> ExitCode {
+    mw::exit_status(run(&Cli::parse()))
+}
+
+fn run(cli: &Cli) -> mw::Result<()> {
     // The runtime's flags and Mw.toml are checked (worker counts within the runtime's limit)
     // whichever mode runs, since the rayon run starts as many threads.
     let config = mw::RunConfig::resolve(&cli.run)?;

@@ -179,3 +179,142 @@ fn an_out_file_in_a_missing_directory_is_refused_before_the_run() {
         "{stderr}"
     );
 }
+
+/// Runs nbody with `args` (on threads) and returns its status and stderr.
+fn nbody(args: &[&str]) -> (Option<i32>, String) {
+    let output = Command::cargo_bin("nbody")
+        .unwrap()
+        .args(["--backend", "local", "--quiet"])
+        .args(args)
+        .timeout(std::time::Duration::from_secs(60))
+        .output()
+        .unwrap();
+    (
+        output.status.code(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn a_checkpoint_that_does_not_fit_the_run_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let ck = dir.path().join("run.ck");
+    let ck = ck.to_str().unwrap();
+    let out = dir.path().join("final.csv");
+    let out = out.to_str().unwrap();
+    let (code, stderr) = nbody(&[
+        "--bodies",
+        "40",
+        "--steps",
+        "6",
+        "--seed",
+        "3",
+        "--checkpoint",
+        ck,
+    ]);
+    assert_eq!(code, Some(0), "{stderr}");
+
+    // Another seed, other bodies: the saved state came from others.
+    let (code, stderr) = nbody(&[
+        "--bodies", "40", "--steps", "8", "--seed", "4", "--resume", ck, "--out", out,
+    ]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.starts_with(&format!(
+            "error: the checkpoint `{ck}` was saved by a run with `--seed 3`, and this run has \
+             `--seed 4`"
+        )) && stderr.contains("help: resume with `--seed 3`"),
+        "{stderr}"
+    );
+    let (code, stderr) = nbody(&["--bodies", "41", "--seed", "3", "--resume", ck]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.contains("`--bodies 40`, and this run has `--bodies 41`"),
+        "{stderr}"
+    );
+
+    // Fewer steps than were done: the run would end before it resumed.
+    let (code, stderr) = nbody(&[
+        "--bodies", "40", "--steps", "4", "--seed", "3", "--resume", ck, "--out", out,
+    ]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.contains("was saved after iteration 6, and this run has 4 iterations in all")
+            && stderr.contains("help: ask for 6 iterations (steps) or more"),
+        "{stderr}"
+    );
+    assert!(
+        !std::path::Path::new(out).exists(),
+        "a refused run wrote --out"
+    );
+
+    // One flipped byte: refused, naming the file.
+    let mut bytes = std::fs::read(ck).unwrap();
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 1;
+    std::fs::write(ck, &bytes).unwrap();
+    let (code, stderr) = nbody(&[
+        "--bodies", "40", "--steps", "8", "--seed", "3", "--resume", ck,
+    ]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.starts_with(&format!(
+            "error: `{ck}` is not a checkpoint this runtime can resume: its checksum does not \
+             match its content"
+        )),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_checkpoint_that_cannot_be_written_is_refused_before_any_work() {
+    let started = std::time::Instant::now();
+    let (code, stderr) = nbody(&[
+        "--bodies",
+        "3000",
+        "--steps",
+        "1000",
+        "--checkpoint",
+        "/nonexistent-directory/run.ck",
+    ]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.starts_with("error: cannot write `/nonexistent-directory/run.ck` (--checkpoint)")
+            && stderr.contains("help: the directory `/nonexistent-directory` does not exist"),
+        "{stderr}"
+    );
+    assert!(started.elapsed() < std::time::Duration::from_secs(10));
+}
+
+#[test]
+fn absurd_body_counts_are_refused_before_allocating() {
+    let (code, stderr) = nbody(&["--bodies", "4294967295"]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.contains("more than 10000000 bodies") && stderr.contains("ask for at most"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn errors_read_error_then_help() {
+    let (code, stderr) = nbody(&["--config", "/nonexistent-directory/Mw.toml"]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert_eq!(
+        stderr,
+        "error: the configuration file `/nonexistent-directory/Mw.toml` was not found\nhelp: \
+         check the path given to --config, or leave --config out (a run reads `Mw.toml` of the \
+         current directory when there is one)\n"
+    );
+    let started = std::time::Instant::now();
+    let (code, stderr) = nbody(&["--config", "/dev/zero"]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.starts_with(
+            "error: cannot read the configuration file `/dev/zero`: it is a character device, \
+             not a regular file\nhelp: "
+        ),
+        "{stderr}"
+    );
+    assert!(started.elapsed() < std::time::Duration::from_secs(5));
+}

@@ -2,7 +2,10 @@
 //! `panic:W@I` (worker W panics), `error:W@I` (its `do_work` returns an error), `hang:W@I` (it
 //! stops answering for good), `exit:W@I` (its process dies abruptly: `abort` under MPI, the
 //! end of its thread on the local backend) and `master-panic@I` (the master panics in
-//! `recover`). A worker's fault strikes once, at its first task from iteration I on.
+//! `recover`). A worker's fault strikes once, at its first task from iteration I on; several
+//! faults of one worker strike in turn, one a task, in the order of their iterations (of the
+//! list within one iteration). A fault naming a worker the run does not have is refused when
+//! the run starts.
 
 use std::collections::HashSet;
 use std::fmt;
@@ -38,13 +41,52 @@ pub struct Inject {
 }
 
 impl Inject {
-    /// Worker `worker`'s fault due at a task of iteration `iteration`, if any, striking it.
+    /// Worker `worker`'s fault due at a task of iteration `iteration`, if any, striking it:
+    /// of those due and not struck yet, the one of the earliest iteration (first in the list
+    /// among equals).
     pub fn strike(&self, worker: usize, iteration: u64) -> Option<Kind> {
-        let (at, fault) = self.faults.iter().enumerate().find(|(_, f)| {
-            f.worker == Some(worker) && f.iteration <= iteration && f.kind != Kind::MasterPanic
-        })?;
         let mut struck = self.struck.lock().unwrap_or_else(PoisonError::into_inner);
-        struck.insert(at).then_some(fault.kind)
+        let (at, fault) = self
+            .faults
+            .iter()
+            .enumerate()
+            .filter(|(at, f)| {
+                f.worker == Some(worker)
+                    && f.iteration <= iteration
+                    && f.kind != Kind::MasterPanic
+                    && !struck.contains(at)
+            })
+            .min_by_key(|(at, f)| (f.iteration, *at))?;
+        struck.insert(at);
+        Some(fault.kind)
+    }
+
+    /// Refuses faults of workers a run of `pool` workers does not have (numbered from 0).
+    ///
+    /// # Errors
+    /// The first such fault, with the workers there are.
+    pub fn check_pool(&self, pool: usize) -> mw::Result<()> {
+        let Some(fault) = self
+            .faults
+            .iter()
+            .find(|f| f.worker.is_some_and(|w| w >= pool))
+        else {
+            return Ok(());
+        };
+        let worker = fault.worker.unwrap_or_default();
+        let one = Inject {
+            faults: vec![*fault],
+            struck: Arc::default(),
+        };
+        let there = match pool {
+            1 => "worker 0".to_owned(),
+            n => format!("workers 0 to {}", n - 1),
+        };
+        Err(mw::Error::app(format!(
+            "error: `--inject {one}` names worker {worker}, and this run has {pool} ({there})\n\
+             help: inject into {there}, or start more workers (--max-workers; under MPI, more \
+             ranks)"
+        )))
     }
 
     /// Whether the master panics in `recover` in iteration `iteration`.
@@ -178,6 +220,31 @@ mod tests {
             let err = text.parse::<Inject>().unwrap_err();
             assert!(err.contains(says), "{text}: {err}");
         }
+    }
+
+    #[test]
+    fn several_faults_of_one_worker_strike_in_turn() {
+        let inject: Inject = "error:1@3,panic:1@1,error:1@1,hang:2@0".parse().unwrap();
+        assert_eq!(inject.strike(1, 0), None);
+        assert_eq!(inject.strike(1, 1), Some(Kind::Panic));
+        assert_eq!(inject.strike(1, 1), Some(Kind::Error));
+        assert_eq!(inject.strike(1, 2), None);
+        assert_eq!(inject.strike(1, 5), Some(Kind::Error));
+        assert_eq!(inject.strike(1, 5), None);
+        assert_eq!(inject.strike(2, 5), Some(Kind::Hang));
+    }
+
+    #[test]
+    fn faults_of_workers_the_run_does_not_have_are_refused() {
+        let inject: Inject = "panic:1@0,error:4@2,master-panic@9".parse().unwrap();
+        inject.check_pool(5).unwrap();
+        let err = inject.check_pool(4).unwrap_err().to_string();
+        assert_eq!(
+            err,
+            "error: `--inject error:4@2` names worker 4, and this run has 4 (workers 0 to 3)\n\
+             help: inject into workers 0 to 3, or start more workers (--max-workers; under MPI, \
+             more ranks)"
+        );
     }
 
     #[test]

@@ -147,10 +147,11 @@ impl SyntheticMaster {
 
 #[mw::master]
 impl SyntheticMaster {
-    /// Lets the progress line show i/N and an ETA.
+    /// Lets the progress line show i/N and an ETA; refuses faults of workers the run does not
+    /// have.
     fn initialize(&mut self, setup: &mut Setup) -> mw::Result<()> {
         setup.expect_iterations(self.settings.iterations);
-        Ok(())
+        self.inject.check_pool(setup.pool())
     }
 
     fn partition(&mut self, it: &Iteration) -> Work<Round, Job> {

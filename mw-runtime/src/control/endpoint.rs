@@ -20,14 +20,17 @@
 //!
 //! **Who may ask.** The first line of a connection must be `auth TOKEN` with the run's token
 //! (answered `ok authenticated`), else the connection is refused and closed; a client has
-//! [`AUTH_TIMEOUT`] to send it. The token is written, for the user who started the run only,
+//! [`AUTH_TIMEOUT`] to send it (`mwgen ctl` sends it at once). The token is written, for the user who started the run only,
 //! where [`ControlAddr::connect`] (and so `mwgen ctl`) finds it from the address (see
 //! `token.rs`). A Unix socket is made with mode 0600 whatever the umask: it is bound in a
 //! private directory, made 0600, then moved to its path.
 //!
-//! **Bounds.** At most [`MAX_CONNECTIONS`] connections are served at once (one thread each;
-//! more are refused with an error line), and a request line longer than [`MAX_LINE`] bytes
-//! closes its connection with an error line.
+//! **Bounds.** Connections that have not authenticated yet and those that have are counted
+//! apart, so that connections that never authenticate (another local user's) cannot keep the
+//! owner out: at most [`MAX_UNAUTHENTICATED`] of the first kind wait at once, and one more
+//! closes the oldest of them; at most [`MAX_CONNECTIONS`] of the second kind are served at once
+//! (one thread each; one more is refused with an error line after its `auth`). A request line
+//! longer than [`MAX_LINE`] bytes closes its connection with an error line.
 //!
 //! The server runs on threads of its own and holds no lock while it reads or writes a socket; the
 //! engine only queues a line per iteration for each watcher (dropped when a watcher lags 64
@@ -39,7 +42,7 @@ use std::io::{self, BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::PathBuf;
 use std::str::FromStr;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -56,10 +59,14 @@ const POLL: Duration = Duration::from_millis(50);
 const WATCH_BACKLOG: usize = 64;
 /// The longest request line accepted, in bytes; a longer one closes the connection.
 pub const MAX_LINE: usize = 64 * 1024;
-/// Connections served at once; more are refused.
+/// Authenticated connections served at once; more are refused.
 pub const MAX_CONNECTIONS: usize = 8;
+/// Connections waiting to authenticate at once; one more closes the one that waited longest.
+pub const MAX_UNAUTHENTICATED: usize = 8;
 /// How long a new connection has to send `auth TOKEN`.
-pub const AUTH_TIMEOUT: Duration = Duration::from_secs(2);
+pub const AUTH_TIMEOUT: Duration = Duration::from_secs(1);
+/// How the refusal of one connection too many begins; the client tells it from a wrong token.
+const BUSY: &str = "the control endpoint serves";
 
 /// Where a control endpoint listens: a loopback TCP address or a Unix socket path.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -180,6 +187,9 @@ impl ControlAddr {
                 stream.set_read_timeout(None)?;
                 Ok(stream)
             }
+            Reply::Err { message, .. } if message.starts_with(BUSY) => {
+                Err(io::Error::new(io::ErrorKind::ResourceBusy, message))
+            }
             Reply::Err { message, .. } => Err(io::Error::new(
                 io::ErrorKind::PermissionDenied,
                 format!("the program refused the token: {message}"),
@@ -234,6 +244,15 @@ impl ControlStream {
             #[cfg(unix)]
             ControlStream::Unix(s) => ControlStream::Unix(s.try_clone()?),
         })
+    }
+
+    /// Closes the connection both ways: a thread reading it sees its end.
+    fn shutdown(&self) {
+        let _ = match self {
+            ControlStream::Tcp(s) => s.shutdown(std::net::Shutdown::Both),
+            #[cfg(unix)]
+            ControlStream::Unix(s) => s.shutdown(std::net::Shutdown::Both),
+        };
     }
 
     /// Bounds how long a read waits (`None`: forever).
@@ -394,6 +413,8 @@ impl Status {
 #[derive(Debug)]
 struct Shared {
     stop: AtomicBool,
+    /// Authenticated connections being served.
+    controlling: AtomicUsize,
     watchers: Mutex<Vec<Sender<String>>>,
     handle: TunablesHandle,
     token: TokenFile,
@@ -522,6 +543,7 @@ impl ControlServer {
         })?;
         let shared = Arc::new(Shared {
             stop: AtomicBool::new(false),
+            controlling: AtomicUsize::new(0),
             watchers: Mutex::new(Vec::new()),
             handle,
             token,
@@ -572,38 +594,76 @@ impl Drop for ControlServer {
     }
 }
 
+/// A connection being served, as the accept loop keeps it.
+struct Connection {
+    thread: JoinHandle<()>,
+    /// To close it, should it wait too long for its turn.
+    stream: ControlStream,
+    /// Set once it has shown the token.
+    authenticated: Arc<AtomicBool>,
+}
+
 fn accept_loop(listener: &Listener, shared: &Arc<Shared>) {
-    let mut connections: Vec<JoinHandle<()>> = Vec::new();
+    // In the order they came; closed ones are kept to be joined.
+    let mut connections: Vec<Connection> = Vec::new();
+    let mut closed: Vec<JoinHandle<()>> = Vec::new();
     while !shared.stop.load(Ordering::SeqCst) {
-        connections.retain(|c| !c.is_finished());
+        connections.retain(|c| !c.thread.is_finished());
+        closed.retain(|c| !c.is_finished());
         match listener.accept() {
-            Ok(mut stream) if connections.len() >= MAX_CONNECTIONS => {
-                let _ = writeln!(
-                    stream,
-                    "{}",
-                    Reply::Err {
-                        message: format!(
-                            "the control endpoint serves {MAX_CONNECTIONS} connections at once"
-                        ),
-                        help: Some("close a `mwgen ctl ... watch`, then try again".into()),
-                    }
-                    .line()
-                );
-            }
             Ok(stream) => {
-                let shared = Arc::clone(shared);
-                if let Ok(handle) = std::thread::Builder::new()
+                let waiting = |c: &Connection| !c.authenticated.load(Ordering::SeqCst);
+                if connections.iter().filter(|c| waiting(c)).count() >= MAX_UNAUTHENTICATED {
+                    if let Some(oldest) = connections.iter().position(waiting) {
+                        let oldest = connections.remove(oldest);
+                        oldest.stream.shutdown();
+                        closed.push(oldest.thread);
+                    }
+                }
+                let Ok(handle) = stream.try_clone() else {
+                    continue;
+                };
+                let authenticated = Arc::new(AtomicBool::new(false));
+                let (serving, flag) = (Arc::clone(shared), Arc::clone(&authenticated));
+                if let Ok(thread) = std::thread::Builder::new()
                     .name("mw-control-conn".into())
-                    .spawn(move || serve(stream, &shared))
+                    .spawn(move || serve(stream, &serving, &flag))
                 {
-                    connections.push(handle);
+                    connections.push(Connection {
+                        thread,
+                        stream: handle,
+                        authenticated,
+                    });
                 }
             }
             Err(_) => std::thread::sleep(POLL),
         }
     }
     for c in connections {
+        let _ = c.thread.join();
+    }
+    for c in closed {
         let _ = c.join();
+    }
+}
+
+/// One of the [`MAX_CONNECTIONS`] places of authenticated connections, given back when dropped.
+struct Place<'a>(&'a AtomicUsize);
+
+impl<'a> Place<'a> {
+    fn take(count: &'a AtomicUsize) -> Option<Place<'a>> {
+        count
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
+                (n < MAX_CONNECTIONS).then_some(n + 1)
+            })
+            .ok()
+            .map(|_| Place(count))
+    }
+}
+
+impl Drop for Place<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
@@ -657,9 +717,9 @@ fn read_line(
     }
 }
 
-/// Serves one connection until the client leaves or the run ends: `auth TOKEN` first, then
-/// requests.
-fn serve(stream: ControlStream, shared: &Shared) {
+/// Serves one connection until the client leaves or the run ends: `auth TOKEN` first (then
+/// `authenticated` is set, when a place is free), then requests.
+fn serve(stream: ControlStream, shared: &Shared, authenticated: &AtomicBool) {
     if stream.set_read_timeout(Some(POLL)).is_err() {
         return;
     }
@@ -668,6 +728,8 @@ fn serve(stream: ControlStream, shared: &Shared) {
     };
     let mut input = BufReader::new(stream);
     let mut deadline = Some(std::time::Instant::now() + AUTH_TIMEOUT);
+    // Held while the connection is served, once authenticated.
+    let mut place = None;
     loop {
         let request = match read_line(&mut input, &shared.stop, deadline) {
             Line::Request(request) => request,
@@ -689,11 +751,21 @@ fn serve(stream: ControlStream, shared: &Shared) {
             continue;
         }
         if deadline.is_some() {
-            let reply = authenticate(&request, shared.token.token());
-            let accepted = matches!(reply, Reply::Ok(_));
+            let mut reply = authenticate(&request, shared.token.token());
+            if matches!(reply, Reply::Ok(_)) {
+                place = Place::take(&shared.controlling);
+                if place.is_none() {
+                    reply = Reply::Err {
+                        message: format!("{BUSY} {MAX_CONNECTIONS} connections at once"),
+                        help: Some("close a `mwgen ctl ... watch`, then try again".into()),
+                    };
+                }
+            }
+            let accepted = place.is_some();
             if writeln!(out, "{}", reply.line()).is_err() || !accepted {
                 return;
             }
+            authenticated.store(true, Ordering::SeqCst);
             deadline = None;
             continue;
         }

@@ -10,6 +10,7 @@ mod endpoint;
 mod token;
 
 pub use endpoint::{
-    AUTH_TIMEOUT, ControlAddr, ControlAddrError, ControlStream, MAX_CONNECTIONS, MAX_LINE, Reply,
+    AUTH_TIMEOUT, ControlAddr, ControlAddrError, ControlStream, MAX_CONNECTIONS, MAX_LINE,
+    MAX_UNAUTHENTICATED, Reply,
 };
 pub(crate) use endpoint::{ControlServer, Status};

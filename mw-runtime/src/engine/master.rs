@@ -42,6 +42,7 @@ where
 {
     let started = clock::now();
     let pool = link.pool();
+    config.load.check_pool(pool)?;
     let layout = link.layout();
     let resumed = match &config.resume {
         Some(path) => Some(Checkpoint::read(path, app)?),
@@ -1069,6 +1070,7 @@ where
             round_trip: at.saturating_duration_since(flight.sent),
         });
         if flight.iteration != round.index {
+            self.failed_late(flight.iteration, worker, flight.first, &done.failed);
             return Ok((0, at));
         }
         let cpu = done.cpu_ns.map(Duration::from_nanos);
@@ -1090,10 +1092,12 @@ where
         let open = match round.open.remove(&flight.first) {
             Some(open) if open.len == flight.len => open,
             other => {
-                // A copy was answered first: these results are the same again.
+                // A copy was answered first: these results are the same again, but the
+                // failures (a panic slowed by its backtrace, say) happened all the same.
                 if let Some(open) = other {
                     round.open.insert(flight.first, open);
                 }
+                self.failed_late(round.index, worker, flight.first, &done.failed);
                 return Ok((0, at));
             }
         };

@@ -560,7 +560,67 @@ fn parse_items(input: syn::parse::ParseStream<'_>) -> syn::Result<syn::File> {
     })
 }
 
+/// How deep types and brackets may nest in a definition (`Vec<Option<[u8; 4]>>` inside its
+/// struct's braces is 4 deep): far past any message, and well within what parsing, checking and
+/// the derive's generated code can recurse through.
+pub(crate) const MAX_NESTING: usize = 32;
+
+/// Refuses a definition nested deeper than [`MAX_NESTING`] before anything recursive reads it:
+/// the text is only tokenized (which takes no stack per level) and its brackets and `<`
+/// counted.
+fn check_nesting(source: &Source) -> Result<(), CliError> {
+    use proc_macro2::{TokenStream, TokenTree};
+    // Text that does not tokenize gets the parser's own error.
+    let Ok(tokens) = source.text().parse::<TokenStream>() else {
+        return Ok(());
+    };
+    // Per open group: its tokens still to read and the `<` open in it.
+    let mut open = vec![(tokens.into_iter(), 0usize)];
+    let mut deepest = None;
+    while let Some((tokens, angles)) = open.last_mut() {
+        let Some(token) = tokens.next() else {
+            open.pop();
+            continue;
+        };
+        let span = match &token {
+            TokenTree::Punct(p) if p.as_char() == '<' => {
+                *angles += 1;
+                p.span()
+            }
+            TokenTree::Punct(p) if p.as_char() == '>' => {
+                *angles = angles.saturating_sub(1);
+                continue;
+            }
+            TokenTree::Group(g) => g.span_open(),
+            _ => continue,
+        };
+        let depth = open.len() - 1 + open.iter().map(|(_, a)| a).sum::<usize>();
+        let depth = depth + usize::from(matches!(token, TokenTree::Group(_)));
+        if depth > MAX_NESTING {
+            deepest = Some(span);
+            break;
+        }
+        if let TokenTree::Group(g) = token {
+            open.push((g.stream().into_iter(), 0));
+        }
+    }
+    let Some(span) = deepest else {
+        return Ok(());
+    };
+    let reason = format!("types nested more than {MAX_NESTING} deep");
+    let what = if source.is_file() {
+        format!("cannot read `{}` as Rust: {reason}", source.label())
+    } else {
+        format!("invalid `{}` definition: {reason}", source.label())
+    };
+    Err(CliError::usage(
+        format!("{what}{}", source.snippet(span, "too deep here")),
+        "give the inner parts names of their own: a struct for what the nested types hold",
+    ))
+}
+
 fn parse(source: &Source) -> Result<syn::File, CliError> {
+    check_nesting(source)?;
     syn::parse::Parser::parse_str(parse_items, source.text()).map_err(|error| {
         // The tokenizer's message for a delimiter that is never closed (or closed twice).
         let (reason, label) = match error.to_string() {

@@ -86,7 +86,24 @@ pub(crate) fn check(ty: &Type, scope: Scope<'_>) -> Result<Ty, Unsupported> {
         }
         Type::Array(array) => {
             let elem = check(&array.elem, scope)?;
-            let len = quote::ToTokens::to_token_stream(&array.len).to_string();
+            // A whole number written out: an expression or a constant would run, or be
+            // looked up, in the generated project, which cannot know it.
+            // (Its size is checked with the definitions: `checks.rs`.)
+            let len = match &array.len {
+                syn::Expr::Lit(syn::ExprLit {
+                    lit: syn::Lit::Int(len),
+                    ..
+                }) if len.suffix().is_empty() || len.suffix() == "usize" => {
+                    len.base10_digits().to_owned()
+                }
+                other => {
+                    return Err(Unsupported::new(
+                        other.span(),
+                        "an array length must be a whole number written out, like `[u8; 16]`: \
+                         not an expression or a constant",
+                    ));
+                }
+            };
             Ok(Ty::Array(Box::new(elem), len))
         }
         Type::Path(path) if path.qself.is_none() => check_path(&path.path, scope),
@@ -504,6 +521,14 @@ mod tests {
             read("Option<[str; 2]>", &[])
                 .unwrap_err()
                 .contains("String")
+        );
+        for len in ["{ std::process::abort(); 3 }", "N", "2 + 2", "3u8", "-1"] {
+            let err = read(&format!("[u8; {len}]"), &[]).unwrap_err();
+            assert!(err.contains("whole number written out"), "{len}: {err}");
+        }
+        assert_eq!(
+            read("[u8; 0x10]", &[]).unwrap(),
+            Ty::Array(Box::new(Ty::Number("u8")), "16".into())
         );
         let wide = format!("({})", vec!["u8"; 13].join(", "));
         assert!(read(&wide, &[]).unwrap_err().contains("up to 12"));

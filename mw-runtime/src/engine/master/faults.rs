@@ -146,6 +146,28 @@ where
         round.retry.remove(at)
     }
 
+    /// Tasks of `worker`'s chunk from `first` of `iteration` failed (`failed`: offsets and
+    /// errors) after a copy of the chunk was answered, maybe after its iteration ended (a panic
+    /// slowed by printing its backtrace, say): nothing runs again, but the failures happened
+    /// and are reported.
+    pub(super) fn failed_late(
+        &mut self,
+        iteration: usize,
+        worker: usize,
+        first: usize,
+        failed: &[(u32, String)],
+    ) {
+        for (offset, why) in failed {
+            self.metrics.failures.push(Failure {
+                iteration,
+                worker,
+                first_task: first + *offset as usize,
+                tasks: 1,
+                message: why.clone(),
+            });
+        }
+    }
+
     /// Tasks of `worker`'s chunk from `first` failed (`failed`: offsets and errors): each is
     /// run again elsewhere, or, past its retries, fails the run or is skipped. Returns the
     /// tasks settled (skipped).
@@ -458,7 +480,12 @@ where
                 return Ok(());
             }
             match self.link.recv_within(left.min(WATCH_EVERY))? {
-                Some((worker, FromWorker::Done(_) | FromWorker::Failed(_))) => {
+                Some((worker, FromWorker::Done(done))) => {
+                    if let Some(flight) = self.held[worker].pop_front() {
+                        self.failed_late(flight.iteration, worker, flight.first, &done.failed);
+                    }
+                }
+                Some((worker, FromWorker::Failed(_))) => {
                     self.held[worker].pop_front();
                 }
                 Some((worker, FromWorker::Lost { .. })) => {

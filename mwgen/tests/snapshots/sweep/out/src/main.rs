@@ -35,7 +35,13 @@ struct Cli {
     run: mw::RunArgs,
 }
 
-fn main() -> mw::Result<()> {
+/// Errors are printed as `error: ...` and `help: ...` lines, with exit status 2 for a
+/// configuration the run refused, 1 for other failures.
+fn main() -> std::process::ExitCode {
+    mw::exit_status(run())
+}
+
+fn run() -> mw::Result<()> {
     let cli = Cli::parse();
     let (numbers, tasks) = (cli.numbers, cli.tasks);
     // The master is built only where it runs: here, or on MPI rank 0.
