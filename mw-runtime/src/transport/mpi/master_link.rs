@@ -45,6 +45,8 @@ struct Gone {
     /// Lost workers not yet reported, with what was seen.
     unreported: VecDeque<(usize, String)>,
     lifelines: Option<Lifelines>,
+    /// By worker: it said `Finished`, so its process may end from now on without being lost.
+    finished: Vec<bool>,
     /// A worker's process died or was ended: no rank may call `MPI_Finalize`.
     lost: bool,
 }
@@ -56,7 +58,7 @@ impl Gone {
         // Under ULFM, MPI names the ranks that failed; a launched rank's worker is its rank - 1.
         for rank in ulfm::take_failed() {
             let worker = usize::try_from(rank).unwrap_or(0).wrapping_sub(1);
-            if self.gone.get(worker) == Some(&false) {
+            if self.gone.get(worker) == Some(&false) && self.finished.get(worker) == Some(&false) {
                 self.give_up(worker, posted);
                 self.lost = true;
                 let why = "its process failed (MPI reported it, ULFM)".to_owned();
@@ -152,6 +154,7 @@ impl<T, S, R> MpiMaster<T, S, R> {
                 gone: vec![false; pool],
                 unreported: VecDeque::new(),
                 lifelines,
+                finished: vec![false; pool],
                 lost: false,
             },
             spawner,
@@ -376,6 +379,9 @@ impl<T, S, R> MpiMaster<T, S, R> {
                 // Its process may end from now on: that is no loss.
                 if let Some(lifelines) = &mut self.gone.lifelines {
                     lifelines.release(worker);
+                }
+                if let Some(finished) = self.gone.finished.get_mut(worker) {
+                    *finished = true;
                 }
                 FromWorker::Finished {
                     error: decode(bytes)?,

@@ -148,11 +148,8 @@ fn a_dead_worker_is_lost_once_and_a_stopped_one_is_ended() {
         Some((0, FromWorker::Finished { error: None })) => {}
         other => panic!("expected worker 0 to finish, got {other:?}"),
     }
-    assert!(
-        link.recv_within(Duration::from_millis(300))
-            .unwrap()
-            .is_none()
-    );
+    let after = link.recv_within(Duration::from_millis(300)).unwrap();
+    assert!(after.is_none(), "nothing more, but {after:?}");
     assert!(link.lost_any());
     drop(link);
     finalize(Some(universe), true);
