@@ -7,8 +7,10 @@
 //! error line by line, watching for that line. SIGINT, SIGTERM and SIGHUP are passed on to the
 //! launcher's group. Once the master has said its status, the launcher has `--grace` seconds
 //! to exit; then its group gets SIGTERM, and SIGKILL 2 s later (a stuck `mpirun` ignores
-//! SIGTERM). The wrapper exits with, in order: the master's status; 130/143/129 when the
-//! wrapper itself got SIGINT/SIGTERM/SIGHUP; the launcher's status when it is not 0; else 1.
+//! SIGTERM). The wrapper exits with, in order: the master's status (but the wrapper's own
+//! signal, 130/143/129, when the master was interrupted: mpirun passes a Ctrl-C on to the ranks
+//! as SIGTERM); 130/143/129 when the wrapper itself got SIGINT/SIGTERM/SIGHUP; the launcher's
+//! status when it is not 0; else 1.
 
 use std::ffi::OsString;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -31,8 +33,9 @@ that is still running --grace seconds after it (SIGTERM to its process group, SI
 later). Standard output passes through untouched; standard error is copied line by line; \
 SIGINT, SIGTERM and SIGHUP are passed on to the launcher.
 
-Exit status: the master's; else 130, 143 or 129 if the wrapper got SIGINT, SIGTERM or SIGHUP; \
-else the launcher's if not 0; else 1 (the master did not say its status). 127 when the launcher \
+Exit status: the master's (130, 143 or 129 for the signal the wrapper got, when the master was \
+interrupted: mpirun passes a Ctrl-C on as SIGTERM); else 130, 143 or 129 if the wrapper got \
+SIGINT, SIGTERM or SIGHUP; else the launcher's if not 0; else 1 (the master did not say its status). 127 when the launcher \
 cannot be found, 126 when it cannot be started.
 
 Example: mwgen launch -- mpirun --mca orte_enable_recovery 1 -np 5 target/release/app";
@@ -120,6 +123,14 @@ pub(crate) fn decide(master: Option<u8>, signal: Option<i32>, launcher: Launcher
         status,
         error: None,
     };
+    // The master stopped by a signal that the launcher turned into another (mpirun passes a
+    // Ctrl-C on to the ranks as SIGTERM): the signal the user sent is the status.
+    let interrupted = |code| code == 130 || code == 143;
+    if let (Some(code), Some(signal)) = (master, signal) {
+        if interrupted(code) {
+            return status((128 + signal).clamp(0, 255) as u8);
+        }
+    }
     if let Some(code) = master {
         return status(code);
     }
@@ -382,6 +393,17 @@ mod tests {
         assert_eq!(decide(Some(3), Some(15), LauncherEnd::Exited(0)).status, 3);
         assert_eq!(decide(Some(130), Some(2), launcher).status, 130);
         assert_eq!(decide(Some(0), None, launcher).error, None);
+    }
+
+    #[test]
+    fn a_ctrl_c_the_launcher_passed_on_as_sigterm_is_a_ctrl_c() {
+        let launcher = LauncherEnd::Exited(1);
+        assert_eq!(decide(Some(143), Some(2), launcher).status, 130);
+        assert_eq!(decide(Some(143), Some(15), launcher).status, 143);
+        assert_eq!(decide(Some(143), None, launcher).status, 143);
+        // A run that completed, or failed, before the signal reached it says so.
+        assert_eq!(decide(Some(0), Some(2), launcher).status, 0);
+        assert_eq!(decide(Some(1), Some(2), launcher).status, 1);
     }
 
     #[test]
