@@ -35,6 +35,8 @@ const CONNECT: Duration = Duration::from_secs(2);
 pub(super) const HELLO: Duration = Duration::from_secs(1);
 /// Looks at the connections at most this often.
 const LOOK_EVERY: Duration = Duration::from_millis(10);
+/// How long a worker whose connection ended has for its last messages to be received.
+const LAST_WORDS: Duration = Duration::from_millis(200);
 /// Bytes of the run's secret.
 const SECRET: usize = 16;
 /// What a worker sends first: its rank (little-endian `u32`), then the secret.
@@ -250,6 +252,9 @@ pub(super) struct Lifelines {
     unnamed: Vec<(TcpStream, Instant)>,
     /// By worker index.
     named: Vec<Option<TcpStream>>,
+    /// By worker index: when its connection was first seen ended while a message of it still
+    /// waited to be received.
+    ended_at: Vec<Option<Instant>>,
     looked: Instant,
 }
 
@@ -447,6 +452,7 @@ impl Lifelines {
             },
             unnamed: Vec::new(),
             named: (0..pool).map(|_| None).collect(),
+            ended_at: vec![None; pool],
             looked: Instant::now(),
         }
     }
@@ -461,6 +467,7 @@ impl Lifelines {
             },
             unnamed: Vec::new(),
             named: (0..pool).map(|_| None).collect(),
+            ended_at: vec![None; pool],
             looked: Instant::now(),
         }
     }
@@ -493,11 +500,14 @@ impl Lifelines {
                 Ok(_) => continue,
             };
             // The end of a connection stays: it is seen again at the next look, once the
-            // worker's last messages are taken.
-            if waiting(worker) {
+            // worker's last messages are taken. For a short while only: a message the worker
+            // was still sending when it died never arrives whole, yet shows as waiting.
+            let since = *self.ended_at[worker].get_or_insert_with(Instant::now);
+            if waiting(worker) && since.elapsed() < LAST_WORDS {
                 continue;
             }
             self.named[worker] = None;
+            self.ended_at[worker] = None;
             ended.push((worker, why));
         }
         ended
@@ -521,6 +531,7 @@ impl Lifelines {
     pub(super) fn release(&mut self, worker: usize) {
         if let Some(stream) = self.named.get_mut(worker) {
             *stream = None;
+            self.ended_at[worker] = None;
         }
     }
 
