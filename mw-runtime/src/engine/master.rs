@@ -96,6 +96,9 @@ where
             objective: objective.to_string(),
             objective_reason,
             interrupted: None,
+            command: std::env::args_os()
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect(),
         },
         trace: match config.trace {
             Some(_) => Trace::new(pool, config.trace_limit),
