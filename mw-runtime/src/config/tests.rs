@@ -560,3 +560,19 @@ fn a_named_network_sets_the_link_and_the_flags_override_its_parts() {
     }
     assert!(ConfigFile::parse("[run]\nlink = \"ethernet\"\n").is_err());
 }
+
+/// `--help` is read in a terminal: rustdoc's link syntax must not show there.
+#[test]
+fn the_help_shows_no_rustdoc_links() {
+    use clap::CommandFactory;
+    #[derive(clap::Parser, Debug)]
+    struct Cli {
+        #[command(flatten)]
+        run: RunArgs,
+    }
+    let help = Cli::command().render_long_help().to_string();
+    for link in ["[`", "](", "crate::"] {
+        assert!(!help.contains(link), "`{link}` in:\n{help}");
+    }
+    assert!(help.contains("its `task_failed` hook"), "{help}");
+}

@@ -321,6 +321,7 @@ where
             protocol: self.config.protocol,
             tunables: self.tunables.clone(),
             iterations: None,
+            tasks: None,
             stream_ahead: self.stream_ahead,
             policy: None,
             registry: Default::default(),
@@ -339,6 +340,7 @@ where
             .register_policies(self.registry.entries().iter().map(|(name, _)| name.clone()));
         self.tuner.add_tunlets(std::mem::take(&mut setup.tunlets));
         self.progress.expect_iterations(setup.iterations);
+        self.progress.expect_tasks(setup.tasks);
         self.stream_ahead = setup.stream_ahead;
         let mut errors = Vec::new();
         for _ in 0..pool {
