@@ -253,6 +253,8 @@ pub struct Setup {
     pub(crate) tunables: TunablesHandle,
     /// Iterations the master expects to run, for the progress line.
     pub(crate) iterations: Option<usize>,
+    /// Tasks the master expects the whole run to have, for the progress line.
+    pub(crate) tasks: Option<usize>,
     /// Tasks streamed ahead of the workers ([`Master::more_tasks`]).
     pub(crate) stream_ahead: usize,
     /// The program's own distribution policy, if it brought one.
@@ -308,6 +310,14 @@ impl Setup {
             Some((_, v)) => *v = value,
             None => self.arguments.push((name.to_owned(), value)),
         }
+    }
+
+    /// Says how many tasks the whole run will have, when the master knows but they come in
+    /// one bag (streamed by [`Master::more_tasks`], say): the progress line then counts tasks
+    /// against it and estimates the time left from the rate so far. Only a hint, like
+    /// [`Setup::expect_iterations`], which takes precedence.
+    pub fn expect_tasks(&mut self, tasks: usize) {
+        self.tasks = Some(tasks);
     }
 
     /// How many tasks [`Master::more_tasks`] is asked to keep ready ahead of the workers (at

@@ -40,6 +40,10 @@ pub struct RunMetrics {
     /// that ended before it, `total_ms` the time until the stop. Absent when the run ended.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub interrupted: Option<String>,
+    /// The program's command line, its name first: what `mwgen predict` turns into the launch
+    /// line of a larger run. Empty in metrics written before it was recorded.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub command: Vec<String>,
 }
 
 /// One iteration: `partition` → every result recovered → `end_iteration`.

@@ -10,8 +10,9 @@
 //! Shown only when the standard error is a terminal, not with `--quiet`, and only once the run
 //! has gone on for a second (short runs stay silent). It costs the engine one clock read per
 //! chunk and is redrawn at most ten times a second. The number of iterations is shown when the
-//! master announced it ([`Setup::expect_iterations`](crate::Setup::expect_iterations)); else the
-//! bar follows the tasks of the current iteration.
+//! master announced it ([`Setup::expect_iterations`](crate::Setup::expect_iterations)), or the
+//! tasks of the whole run when it announced those ([`Setup::expect_tasks`](crate::Setup::expect_tasks),
+//! for a job that is one bag of tasks); else the bar follows the tasks of the current iteration.
 
 use std::collections::VecDeque;
 use std::io::IsTerminal;
@@ -41,6 +42,8 @@ struct Line {
     started: Instant,
     next_draw: Instant,
     expected: Option<usize>,
+    /// Tasks of the whole run, when the master announced them.
+    expected_tasks: Option<usize>,
     iteration: usize,
     workers: usize,
     factor: f64,
@@ -75,6 +78,7 @@ impl Progress {
                 started,
                 next_draw: started + DELAY,
                 expected: None,
+                expected_tasks: None,
                 iteration: 0,
                 workers: 0,
                 factor: 0.0,
@@ -91,6 +95,13 @@ impl Progress {
     pub(crate) fn expect_iterations(&mut self, iterations: Option<usize>) {
         if let Some(line) = &mut self.line {
             line.expected = iterations;
+        }
+    }
+
+    /// The master announced how many tasks the whole run has.
+    pub(crate) fn expect_tasks(&mut self, tasks: Option<usize>) {
+        if let Some(line) = &mut self.line {
+            line.expected_tasks = tasks;
         }
     }
 
@@ -164,9 +175,10 @@ impl Line {
                 .progress_chars("=>-");
             ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr()).with_style(style)
         });
-        let (position, length) = match self.expected {
-            Some(n) => (self.iteration as u64, n as u64),
-            None => (self.done as u64, self.tasks as u64),
+        let (position, length) = match (self.expected, self.expected_tasks) {
+            (Some(n), _) => (self.iteration as u64, n as u64),
+            (None, Some(n)) => (self.total_done, n as u64),
+            (None, None) => (self.done as u64, self.tasks as u64),
         };
         bar.set_length(length.max(1));
         bar.set_position(position.min(length));
@@ -176,9 +188,10 @@ impl Line {
     }
 
     fn prefix(&self) -> String {
-        match self.expected {
-            Some(n) => format!("iteration {0}, {0}/{n} done", self.iteration),
-            None => format!(
+        match (self.expected, self.expected_tasks) {
+            (Some(n), _) => format!("iteration {0}, {0}/{n} done", self.iteration),
+            (None, Some(n)) => format!("tasks {}/{}", grouped(self.total_done), grouped(n as u64)),
+            (None, None) => format!(
                 "iteration {} · tasks {}/{}",
                 self.iteration, self.done, self.tasks
             ),
@@ -199,9 +212,18 @@ impl Line {
     }
 
     /// Time left: the mean of the recent iterations for each iteration to come, less what the
-    /// current one has already taken. Known only when the number of iterations is.
+    /// current one has already taken; or, when only the run's tasks are known, the tasks left
+    /// at the rate so far. Unknown otherwise.
     fn eta(&self, now: Instant) -> Option<f64> {
-        let expected = self.expected?;
+        let Some(expected) = self.expected else {
+            let tasks = self.expected_tasks? as u64;
+            let elapsed = now.duration_since(self.started).as_secs_f64();
+            if self.total_done == 0 || elapsed <= 0.0 {
+                return None;
+            }
+            let rate = self.total_done as f64 / elapsed;
+            return Some(tasks.saturating_sub(self.total_done) as f64 / rate);
+        };
         if self.recent.is_empty() {
             return None;
         }
@@ -302,6 +324,10 @@ mod tests {
         line.done = 20;
         assert_eq!(line.prefix(), "iteration 3 · tasks 20/50");
         assert_eq!(line.eta(now), None);
+        // One bag of a known number of tasks: 1,000 done in 1 s, 3,000 to go.
+        line.expected_tasks = Some(4_000);
+        assert_eq!(line.prefix(), "tasks 1,000/4,000");
+        assert_eq!(line.eta(now), Some(3.0));
     }
 
     #[test]

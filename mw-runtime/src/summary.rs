@@ -248,6 +248,7 @@ mod tests {
             objective: "index".into(),
             objective_reason: "parked worker threads are released".into(),
             interrupted: None,
+            command: Vec::new(),
         }
     }
 

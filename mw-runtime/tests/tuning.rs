@@ -114,7 +114,12 @@ fn a_run_starting_at_one_worker_grows_to_several() {
     assert_eq!(first.iteration, 0, "{first:?}");
     assert!(first.tasks_done.is_some_and(|d| d < 32), "{first:?}");
     assert!(first.reason.contains("model"), "{}", first.reason);
+    // In words for the line printed while running; the model's numbers stay in the reason.
+    assert!(first.summary.contains("expected"), "{}", first.summary);
     assert!(first.predicted_ms.is_some() && first.measured_ms.is_some());
+    // The command line, for `mwgen predict`'s launch line: this test's own.
+    let program = std::env::args().next().unwrap();
+    assert_eq!(metrics.command.first(), Some(&program));
     // Generous: the tuned iterations take well under half the time of the first.
     let tail: f64 = its[its.len() - 3..].iter().map(|i| i.time_ms).sum::<f64>() / 3.0;
     assert!(tail < its[0].time_ms / 2.0, "{tail} vs {}", its[0].time_ms);

@@ -413,3 +413,65 @@ fn force_replaces_only_the_template_files() {
         "mine\n"
     );
 }
+
+/// The `[default: …]` a generated `Mw.toml` gives a setting is the one the runtime's `--help`
+/// gives its flag.
+#[test]
+fn mw_toml_defaults_are_the_help_texts() {
+    use clap::CommandFactory;
+
+    #[derive(clap::Parser)]
+    struct Program {
+        #[command(flatten)]
+        run: mw_runtime::RunArgs,
+    }
+    let command = Program::command();
+    let help_default = |flag: &str| -> Option<String> {
+        let arg = command
+            .get_arguments()
+            .find(|a| a.get_long() == Some(flag))?;
+        let help = arg.get_help()?.to_string();
+        let start = help.find("[default: ")?;
+        Some(
+            help[start..]
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" "),
+        )
+    };
+    let mw_toml = fs::read_to_string(snapshots().join("example/out/Mw.toml")).unwrap();
+    let mut comment = String::new();
+    let mut checked = 0;
+    for line in mw_toml.lines() {
+        let Some(text) = line.strip_prefix('#') else {
+            comment.clear();
+            continue;
+        };
+        let text = text.trim();
+        let setting = text
+            .split_once(" = ")
+            .filter(|(key, _)| key.chars().all(|c| c.is_ascii_lowercase() || c == '_'));
+        let Some((key, _)) = setting else {
+            comment = format!("{comment} {text}");
+            continue;
+        };
+        let flag = if key == "tune" {
+            "tuning".to_owned()
+        } else {
+            key.replace('_', "-")
+        };
+        let ours = comment
+            .find("[default: ")
+            .map(|start| comment[start..].split(']').next().unwrap_or("").to_owned() + "]");
+        if let (Some(ours), Some(help)) = (ours, help_default(&flag)) {
+            let ours = ours.split_whitespace().collect::<Vec<_>>().join(" ");
+            assert!(
+                help.starts_with(&ours),
+                "`{key}`: Mw.toml says {ours}, --{flag} {help}"
+            );
+            checked += 1;
+        }
+        comment.clear();
+    }
+    assert!(checked >= 4, "only {checked} defaults compared");
+}

@@ -49,6 +49,7 @@ fn pilot(iterations: usize) -> RunMetrics {
         objective: "time".to_string(),
         objective_reason: "parked MPI ranks keep their allocation".to_string(),
         interrupted: None,
+        command: Vec::new(),
     }
 }
 

@@ -16,6 +16,11 @@ pub enum OnTaskFailure {
     Fail,
     /// The master is told ([`Master::task_failed`](crate::Master::task_failed)) and the run
     /// goes on without the task's result.
+    // The help text has its own words: rustdoc's link syntax would show in `--help`.
+    #[value(
+        help = "The master is told (its `task_failed` hook) and the run goes on without \
+                    the task's result"
+    )]
     Skip,
 }
 

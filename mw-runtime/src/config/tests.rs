@@ -623,3 +623,19 @@ fn a_malformed_configuration_says_where_and_what_to_do() {
         "{e}"
     );
 }
+
+/// `--help` is read in a terminal: rustdoc's link syntax must not show there.
+#[test]
+fn the_help_shows_no_rustdoc_links() {
+    use clap::CommandFactory;
+    #[derive(clap::Parser, Debug)]
+    struct Cli {
+        #[command(flatten)]
+        run: RunArgs,
+    }
+    let help = Cli::command().render_long_help().to_string();
+    for link in ["[`", "](", "crate::"] {
+        assert!(!help.contains(link), "`{link}` in:\n{help}");
+    }
+    assert!(help.contains("its `task_failed` hook"), "{help}");
+}

@@ -98,6 +98,9 @@ where
             objective: objective.to_string(),
             objective_reason,
             interrupted: None,
+            command: std::env::args_os()
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect(),
         },
         trace: match config.trace {
             Some(_) => Trace::new(pool, config.trace_limit),
@@ -325,6 +328,7 @@ where
             protocol: self.config.protocol,
             tunables: self.tunables.clone(),
             iterations: None,
+            tasks: None,
             stream_ahead: self.stream_ahead,
             policy: None,
             registry: Default::default(),
@@ -344,6 +348,7 @@ where
             .register_policies(self.registry.entries().iter().map(|(name, _)| name.clone()));
         self.tuner.add_tunlets(std::mem::take(&mut setup.tunlets));
         self.progress.expect_iterations(setup.iterations);
+        self.progress.expect_tasks(setup.tasks);
         self.shape = Shape {
             arguments: std::mem::take(&mut setup.arguments),
             iterations: setup.iterations,

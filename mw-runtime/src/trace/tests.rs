@@ -50,6 +50,7 @@ fn metrics(iterations: Vec<IterationMetrics>, decisions: Vec<Decision>) -> RunMe
         objective: "index".into(),
         objective_reason: "configured".into(),
         interrupted: None,
+        command: Vec::new(),
     }
 }
 

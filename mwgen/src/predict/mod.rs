@@ -33,7 +33,7 @@ fastest count, the cheapest within 10 % of the fastest, the MCMC, where the mast
 bottleneck, a ready sbatch line, and what the prediction cannot vouch for.
 
 Example:
-  synthetic --workers 4 --tuning off --iterations 4 --metrics pilot.json
+  target/release/synthetic --workers 4 --tuning off --iterations 4 --metrics pilot.json
   mwgen predict --metrics pilot.json --workers 1..64 --iterations 100
   mwgen predict --metrics pilot.json --workers 8 --iterations 100 --load variable";
 
@@ -399,10 +399,14 @@ fn sbatch(f: &Forecast, pilot: &pilot::Pilot, cores: usize) -> Sbatch {
     let nodes = tasks.div_ceil(cores);
     let seconds = total_ms / 1000.0 * (1.0 + 2.0 * f.uncertainty) + 300.0;
     let wall = (seconds / 60.0).ceil() as u64 * 60;
+    // `--mpi=pmix`: the PMI plugin Debian's Open MPI is built with (the README's Slurm section).
+    let program = shell_words(&program(pilot, f));
     let line = format!(
-        "sbatch --nodes={nodes} --ntasks={tasks} --time={} --wrap 'srun ./{} --backend mpi --tuning off'",
+        "sbatch --nodes={nodes} --ntasks={tasks} --time={} --wrap {}",
         slurm_time(wall),
-        pilot.app
+        shell_word(&format!(
+            "srun --mpi=pmix {program} --backend mpi --tuning off"
+        ))
     );
     Sbatch {
         workers: f.cheapest,
@@ -410,6 +414,82 @@ fn sbatch(f: &Forecast, pilot: &pilot::Pilot, cores: usize) -> Sbatch {
         tasks,
         wall_seconds: wall,
         line,
+    }
+}
+
+/// Runtime flags the launch line sets or that belong to the pilot alone (its worker count,
+/// its files, its emulated network and load), each with a value.
+const PILOT_FLAGS: [&str; 11] = [
+    "--workers",
+    "--max-workers",
+    "--backend",
+    "--tuning",
+    "--metrics",
+    "--trace",
+    "--link",
+    "--link-latency",
+    "--link-bandwidth",
+    "--load",
+    "--resume",
+];
+
+/// The program and its own arguments for the real run: the pilot's command line without the
+/// [`PILOT_FLAGS`], its iteration and task counts (`--iterations`, `--steps`, `--tasks`, when
+/// they are the pilot's measured counts) replaced by the real run's; `./APP` alone when the
+/// metrics do not hold the command line.
+fn program(pilot: &pilot::Pilot, f: &Forecast) -> Vec<String> {
+    let Some((name, args)) = pilot.command.split_first() else {
+        return vec![format!("./{}", pilot.app)];
+    };
+    let sizes = [
+        ("--iterations", pilot.iterations as f64, f.iterations),
+        ("--steps", pilot.iterations as f64, f.iterations),
+        ("--tasks", pilot.tasks.round(), f.tasks),
+    ];
+    let mut out = vec![name.clone()];
+    let mut args = args.iter();
+    while let Some(arg) = args.next() {
+        let (flag, inline) = match arg.split_once('=') {
+            Some((flag, value)) if flag.starts_with("--") => (flag, Some(value.to_owned())),
+            _ => (arg.as_str(), None),
+        };
+        if PILOT_FLAGS.contains(&flag) {
+            if inline.is_none() {
+                args.next();
+            }
+            continue;
+        }
+        let Some(&(_, measured, real)) = sizes.iter().find(|(s, ..)| *s == flag) else {
+            out.push(arg.clone());
+            continue;
+        };
+        let value = match inline {
+            Some(value) => Some(value),
+            None => args.next().cloned(),
+        };
+        let value = match value {
+            Some(v) if v.parse::<f64>().is_ok_and(|v| v == measured) => real.to_string(),
+            Some(v) => v,
+            None => String::new(),
+        };
+        out.push(flag.to_owned());
+        out.push(value);
+    }
+    out
+}
+
+/// Words for a POSIX shell: each quoted when it holds more than `[A-Za-z0-9_./=:,+%@-]`.
+fn shell_words(words: &[String]) -> String {
+    let quoted: Vec<String> = words.iter().map(|w| shell_word(w)).collect();
+    quoted.join(" ")
+}
+
+fn shell_word(word: &str) -> String {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "_./=:,+%@-".contains(c);
+    if !word.is_empty() && word.chars().all(plain) {
+        word.to_owned()
+    } else {
+        format!("'{}'", word.replace('\'', "'\\''"))
     }
 }
 

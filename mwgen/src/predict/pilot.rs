@@ -55,6 +55,8 @@ pub struct Pilot {
     pub decisions: usize,
     /// Chunks that failed or were backed up.
     pub faults: usize,
+    /// The pilot's command line, its program first; empty when the metrics do not hold it.
+    pub command: Vec<String>,
 }
 
 /// Reads and checks the metrics file of a pilot run.
@@ -202,6 +204,7 @@ pub fn from_metrics(m: &RunMetrics) -> Result<Pilot, (String, &'static str)> {
         fixed_ms: (m.total_ms - measured_ms).max(0.0),
         decisions: m.decisions.len(),
         faults: m.failures.len() + steady.iter().map(|i| i.backups).sum::<usize>(),
+        command: m.command.clone(),
     })
 }
 

@@ -49,6 +49,7 @@ fn metrics(iterations: Vec<IterationMetrics>) -> RunMetrics {
         objective: "time".to_string(),
         objective_reason: "parked MPI ranks keep their allocation".to_string(),
         interrupted: None,
+        command: Vec::new(),
     }
 }
 
@@ -238,4 +239,95 @@ fn a_load_slows_the_loaded_iterations_and_is_a_stated_caveat() {
             .iter()
             .all(|c| !c.contains("far from the pilot"))
     );
+}
+
+/// The sbatch line launches the pilot's program through srun with the PMI plugin, with the
+/// program's own arguments, the real run's size in place of the pilot's, and without the flags
+/// that were the pilot's alone.
+#[test]
+fn the_sbatch_line_runs_the_pilots_program_at_the_real_size() {
+    let mut m = metrics((0..4).map(|i| iteration(i, 4, 400, 1.0, 0.0)).collect());
+    m.command = [
+        "target/release/synthetic",
+        "--workers",
+        "4",
+        "--iterations=4",
+        "--tasks",
+        "400",
+        "--mean-ms",
+        "1",
+        "--metrics",
+        "pilot.json",
+        "--link-latency",
+        "0.1",
+        "--out",
+        "it's here.csv",
+    ]
+    .map(String::from)
+    .to_vec();
+    let pilot = from_metrics(&m).unwrap();
+    let mut asked = request("8", 100);
+    asked.tasks = Some(2000);
+    let f = forecast(&pilot, &asked);
+    let line = sbatch(&f, &pilot, 16).line;
+    // As the shell reads it: sbatch's words, then the script it wraps.
+    let words = shell_split(&line);
+    assert_eq!(
+        words[..5],
+        [
+            "sbatch",
+            "--nodes=1",
+            "--ntasks=9",
+            "--time=00:06:00",
+            "--wrap"
+        ]
+    );
+    assert_eq!(
+        shell_split(&words[5]),
+        [
+            "srun",
+            "--mpi=pmix",
+            "target/release/synthetic",
+            "--iterations",
+            "100",
+            "--tasks",
+            "2000",
+            "--mean-ms",
+            "1",
+            "--out",
+            "it's here.csv",
+            "--backend",
+            "mpi",
+            "--tuning",
+            "off"
+        ]
+    );
+    // Metrics that do not hold the command line: the program by its name, in this folder.
+    m.command.clear();
+    let pilot = from_metrics(&m).unwrap();
+    let line = sbatch(&forecast(&pilot, &asked), &pilot, 16).line;
+    assert!(
+        line.ends_with("--wrap 'srun --mpi=pmix ./pilot --backend mpi --tuning off'"),
+        "{line}"
+    );
+}
+
+/// The words of `line` as `sh` reads them.
+fn shell_split(line: &str) -> Vec<String> {
+    let script = format!("for w in {line}; do printf '%s\\0' \"$w\"; done");
+    let out = std::process::Command::new("sh")
+        .args(["-c", &script])
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    text.split_terminator('\0').map(String::from).collect()
+}
+
+/// The quoting survives a shell: the words read back unchanged.
+#[test]
+fn shell_words_read_back_as_written() {
+    let words: Vec<String> = ["plain", "it's", "a b", "", "$HOME", "x'\"y"]
+        .map(String::from)
+        .to_vec();
+    assert_eq!(shell_split(&shell_words(&words)), words);
 }

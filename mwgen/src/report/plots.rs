@@ -177,6 +177,13 @@ pub(super) fn short(v: f64) -> String {
     }
 }
 
+/// Rows of decision labels above each other, at most; a label that fits in none is left out
+/// (its dashed line stays, and the page's table lists every decision).
+const LABEL_ROWS: usize = 4;
+/// Width of a character of the labels' 12-pixel font, in pixels, with a margin: SVG leaves the
+/// text to the viewer's fonts, so the width is an estimate on the wide side.
+const LABEL_CHAR_PX: i32 = 7;
+
 /// Vertical dashed lines at the iteration boundaries where decisions took effect, labelled
 /// with what changed; returns whether any was drawn.
 fn decision_marks(
@@ -185,25 +192,54 @@ fn decision_marks(
     (x0, x1): (f64, f64),
     (y0, y1): (f64, f64),
 ) -> DrawResult<bool> {
-    let mut drawn = false;
-    for (i, d) in run.decisions.iter().enumerate() {
-        let x = decision_x(run, d);
-        if !(x0..=x1).contains(&x) {
-            continue;
-        }
-        let line = DashedLineSeries::new([(x, y0), (x, y1)], 4, 3, GREY.stroke_width(1));
-        chart.draw_series(line)?;
-        drawn = true;
-        // Labels alternate between two heights so neighbours do not overwrite each other.
-        let label_y = y1 - (y1 - y0) * if i % 2 == 0 { 0.04 } else { 0.11 };
-        chart.draw_series([EmptyElement::at((x, label_y))
-            + Text::new(
+    let mut marks: Vec<(f64, String)> = run
+        .decisions
+        .iter()
+        .map(|d| {
+            (
+                decision_x(run, d),
                 format!("{} → {}", d.tunable, plain(&d.to)),
+            )
+        })
+        .filter(|(x, _)| (x0..=x1).contains(x))
+        .collect();
+    marks.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let spans: Vec<(i32, i32)> = marks
+        .iter()
+        .map(|(x, text)| {
+            let left = chart.backend_coord(&(*x, y1)).0 + 4;
+            (left, left + LABEL_CHAR_PX * text.chars().count() as i32)
+        })
+        .collect();
+    for ((x, text), row) in marks.iter().zip(label_rows(&spans, LABEL_ROWS)) {
+        let line = DashedLineSeries::new([(*x, y0), (*x, y1)], 4, 3, GREY.stroke_width(1));
+        chart.draw_series(line)?;
+        let Some(row) = row else {
+            continue;
+        };
+        let label_y = y1 - (y1 - y0) * (0.04 + 0.07 * row as f64);
+        chart.draw_series([EmptyElement::at((*x, label_y))
+            + Text::new(
+                text.clone(),
                 (4, 0),
                 ("sans-serif", 12).into_font().color(&GREY),
             )])?;
     }
-    Ok(drawn)
+    Ok(!marks.is_empty())
+}
+
+/// The row of each label (by its horizontal span in pixels, in left-to-right order) so that no
+/// two in a row overlap: the first row with room, or `None` when all `rows` are taken there.
+fn label_rows(spans: &[(i32, i32)], rows: usize) -> Vec<Option<usize>> {
+    let mut ends = vec![i32::MIN; rows];
+    spans
+        .iter()
+        .map(|&(left, right)| {
+            let row = ends.iter().position(|&end| end < left)?;
+            ends[row] = right;
+            Some(row)
+        })
+        .collect()
 }
 
 /// Where a decision stands on the iteration axis: at the boundary before its iteration, or, for
@@ -417,7 +453,14 @@ fn tunables(run: &Run) -> DrawResult<Figure> {
 fn busy(run: &Run) -> DrawResult<Figure> {
     let title = "Busy share of each worker, per iteration";
     let its = &run.iterations;
-    let workers = run.workers();
+    // Only the workers that ran: a pool of 16 of which 2 took part has 2 rows.
+    let ran: Vec<usize> = (0..run.workers())
+        .filter(|&w| {
+            its.iter()
+                .any(|it| it.busy_ms.get(w).is_some_and(|&b| b > 0.0))
+        })
+        .collect();
+    let workers = ran.len();
     let svg = svg(|root| {
         if its.is_empty() || workers == 0 {
             return placeholder(root, title, "no per-worker times recorded");
@@ -435,7 +478,15 @@ fn busy(run: &Run) -> DrawResult<Figure> {
             .x_desc("iteration")
             .y_desc("worker")
             .x_label_formatter(&|v| whole(*v))
-            .y_label_formatter(&|v| whole(*v))
+            // Rows are the workers that ran, labelled with their index in the pool.
+            .y_label_formatter(&|v| {
+                let row = v.round();
+                if (v - row).abs() > 1e-6 || row < 0.0 {
+                    return String::new();
+                }
+                ran.get(row as usize)
+                    .map_or(String::new(), |w| w.to_string())
+            })
             .disable_mesh()
             .draw()?;
         // Neighbouring iterations share a column when there are too many cells to draw.
@@ -444,13 +495,13 @@ fn busy(run: &Run) -> DrawResult<Figure> {
             let left = columns[0].index as f64 - 0.5;
             let right = columns[columns.len() - 1].index as f64 + 0.5;
             let time: f64 = columns.iter().map(|it| it.time_ms).sum();
-            chart.draw_series((0..workers).map(|w| {
+            chart.draw_series(ran.iter().enumerate().map(|(row, &w)| {
                 let busy: f64 = columns
                     .iter()
                     .map(|it| it.busy_ms.get(w).copied().unwrap_or(0.0))
                     .sum();
                 let share = if time > 0.0 { busy / time } else { 0.0 };
-                let y = w as f64;
+                let y = row as f64;
                 Rectangle::new([(left, y - 0.5), (right, y + 0.5)], shade(share).filled())
             }))?;
         }
@@ -459,9 +510,13 @@ fn busy(run: &Run) -> DrawResult<Figure> {
     Ok(Figure {
         file: "busy.svg",
         title: title.to_owned(),
-        caption: "Each cell is a worker's do_work time in an iteration as a share of the \
-                  iteration's wall time: dark is busy, white is idle or not taking part."
-            .to_owned(),
+        caption: format!(
+            "Each cell is a worker's do_work time in an iteration as a share of the iteration's \
+             wall time: dark is busy, white is idle or not taking part. Rows are the {} that \
+             ran, of a pool of {}.",
+            crate::count(workers, "worker"),
+            run.workers()
+        ),
         svg,
     })
 }
@@ -586,5 +641,72 @@ mod tests {
         // Other tunables are not moved by it.
         let factor = tunable_steps(&run, "factor", |it| it.factor);
         assert_eq!(factor.len(), 4);
+    }
+
+    #[test]
+    fn labels_take_the_first_row_with_room() {
+        let spans = [
+            (0, 50),
+            (10, 60),
+            (40, 90),
+            (55, 100),
+            (70, 120),
+            (130, 150),
+        ];
+        assert_eq!(
+            label_rows(&spans, 2),
+            [Some(0), Some(1), None, Some(0), Some(1), Some(0)]
+        );
+    }
+
+    /// Many decisions close together: the labels drawn never overlap in a row.
+    #[test]
+    fn decision_labels_do_not_overlap() {
+        let run = Run {
+            iterations: (0..40)
+                .map(|index| IterationRow {
+                    index,
+                    workers: 4,
+                    factor: 0.5,
+                    time_ms: 10.0,
+                    tasks: 100,
+                    ..IterationRow::default()
+                })
+                .collect(),
+            decisions: (0..30)
+                .map(|i| DecisionRow {
+                    iteration: 1 + i % 20,
+                    tunable: if i % 2 == 0 { "nworkers" } else { "factor" }.into(),
+                    from: 1.into(),
+                    to: (i + 2).into(),
+                    ..DecisionRow::default()
+                })
+                .collect(),
+            ..Run::default()
+        };
+        let svg = tunables(&run).unwrap().svg;
+        // Each label as (x, y, characters), from `<text x=".." y=".." ...>nworkers → 3</text>`.
+        let mut labels: Vec<(i32, i32, i32)> = Vec::new();
+        for piece in svg.split("<text").skip(1) {
+            let Some((attributes, rest)) = piece.split_once('>') else {
+                continue;
+            };
+            let text = rest.split("</text>").next().unwrap_or("").trim();
+            if !text.contains(" → ") {
+                continue;
+            }
+            let number = |name: &str| -> i32 {
+                let value = attributes.split(&format!(" {name}=\"")).nth(1).unwrap();
+                value.split('"').next().unwrap().parse::<f64>().unwrap() as i32
+            };
+            labels.push((number("x"), number("y"), text.chars().count() as i32));
+        }
+        assert!(labels.len() >= 4, "{svg}");
+        for (i, a) in labels.iter().enumerate() {
+            for b in &labels[i + 1..] {
+                let apart = a.0 + LABEL_CHAR_PX * a.2 <= b.0 || b.0 + LABEL_CHAR_PX * b.2 <= a.0;
+                assert!(a.1 != b.1 || apart, "{a:?} and {b:?} overlap");
+            }
+        }
     }
 }

@@ -62,6 +62,33 @@ fn every_plot_is_an_svg() {
     assert!(figures[0].svg.contains("predicted by the model"));
 }
 
+/// A pool of 16 of which workers 0 and 2 ran: two rows, labelled 0 and 2.
+#[test]
+fn the_heat_map_shows_the_workers_that_ran() {
+    // Iterations 10 to 12, so that no axis label of theirs reads as a worker.
+    let mut its: Vec<IterationRow> = (10..13).map(|i| iteration(i, 2, None)).collect();
+    for it in &mut its {
+        it.busy_ms = vec![0.0; 16];
+        it.busy_ms[0] = 9.0;
+        it.busy_ms[2] = 5.0;
+    }
+    let figures = figures(&run(its, 16));
+    let busy = figures.iter().find(|f| f.file == "busy.svg").unwrap();
+    assert!(
+        busy.caption
+            .ends_with("Rows are the 2 workers that ran, of a pool of 16."),
+        "{}",
+        busy.caption
+    );
+    let labels: Vec<&str> = busy
+        .svg
+        .split("</text>")
+        .filter_map(|t| t.rsplit('>').next())
+        .map(str::trim)
+        .collect();
+    assert!(labels.contains(&"2") && !labels.contains(&"1") && !labels.contains(&"15"));
+}
+
 #[test]
 fn no_iterations_null_predictions_and_one_worker_still_draw() {
     for run in [

@@ -36,6 +36,12 @@ impl Sums {
 
 #[mw::master]
 impl Sums {
+    /// Announces the run's iterations: the progress line then shows the time left.
+    fn initialize(&mut self, setup: &mut Setup) -> mw::Result<()> {
+        setup.expect_iterations(self.iterations);
+        Ok(())
+    }
+
     /// Cuts `1..=numbers` into runs of consecutive numbers, one per task. An empty task list
     /// ends the run.
     fn partition(&mut self, iteration: &Iteration) -> Work<(), Task> {

@@ -28,6 +28,12 @@ impl HeatMap {
 
 #[mw::master]
 impl HeatMap {
+    /// Announces the run's iterations: the progress line then shows the time left.
+    fn initialize(&mut self, setup: &mut Setup) -> mw::Result<()> {
+        setup.expect_iterations(self.iterations);
+        Ok(())
+    }
+
     /// This iteration's shared data and tasks. An empty task list ends the run.
     fn partition(&mut self, iteration: &Iteration) -> Work<Plate, Rows> {
         if iteration.index == self.iterations {

@@ -28,6 +28,12 @@ impl Calc {
 
 #[mw::master]
 impl Calc {
+    /// Announces the run's iterations: the progress line then shows the time left.
+    fn initialize(&mut self, setup: &mut Setup) -> mw::Result<()> {
+        setup.expect_iterations(self.iterations);
+        Ok(())
+    }
+
     /// This iteration's tasks. An empty task list ends the run.
     fn partition(&mut self, iteration: &Iteration) -> Work<(), Job> {
         if iteration.index == self.iterations {

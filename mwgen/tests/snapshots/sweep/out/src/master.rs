@@ -36,6 +36,12 @@ impl Bag {
 
 #[mw::master]
 impl Bag {
+    /// Announces the size of the bag: the progress line then shows the time left.
+    fn initialize(&mut self, setup: &mut Setup) -> mw::Result<()> {
+        setup.expect_tasks(self.numbers.div_ceil(self.per_task) as usize);
+        Ok(())
+    }
+
     /// The bag's tasks all come from `more_tasks`: no tasks here. The run ends at the first
     /// iteration that has none from either, the second.
     fn partition(&mut self, _iteration: &Iteration) -> Work<(), Task> {

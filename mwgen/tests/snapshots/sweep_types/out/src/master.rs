@@ -28,6 +28,12 @@ impl Points {
 
 #[mw::master]
 impl Points {
+    /// Announces the size of the bag: the progress line then shows the time left.
+    fn initialize(&mut self, setup: &mut Setup) -> mw::Result<()> {
+        setup.expect_tasks(self.tasks);
+        Ok(())
+    }
+
     /// The bag's tasks all come from `more_tasks`: here only the run's start. The run ends at
     /// the first iteration with no tasks from either, the second.
     fn partition(&mut self, _iteration: &Iteration) -> Work<Params, Point> {
