@@ -35,10 +35,10 @@ fn main() -> io::Result<()> {
     fs::write(out.join("runtime.rs"), runtime(&manifest_dir)?)
 }
 
-/// `RUNTIME`: the workspace's `Cargo.toml` and each runtime crate's `Cargo.toml`, `README.md`
-/// and `src/` (what their packages hold), as `("mw-runtime/src/lib.rs", bytes)`; empty when
-/// mwgen is built from its published package, which has no checkout around it (its projects
-/// then depend on the published runtime).
+/// `RUNTIME`: the workspace's `Cargo.toml` and each runtime crate's `Cargo.toml`, `README.md`,
+/// `build.rs` (where it has one) and `src/` (what their packages hold), as
+/// `("mw-runtime/src/lib.rs", bytes)`; empty when mwgen is built from its published package,
+/// which has no checkout around it (its projects then depend on the published runtime).
 fn runtime(manifest_dir: &Path) -> io::Result<String> {
     let root = manifest_dir.join("..");
     let crates = ["mw-runtime", "mw-macros"];
@@ -54,6 +54,11 @@ fn runtime(manifest_dir: &Path) -> io::Result<String> {
             for file in ["Cargo.toml", "README.md"] {
                 println!("cargo::rerun-if-changed={}", dir.join(file).display());
                 files.push((format!("{name}/{file}"), absolute(&dir.join(file))?));
+            }
+            // A crate's build script, where it has one (the runtime's finds the MPI library).
+            println!("cargo::rerun-if-changed={}", dir.join("build.rs").display());
+            if dir.join("build.rs").is_file() {
+                files.push((format!("{name}/build.rs"), absolute(&dir.join("build.rs"))?));
             }
             let src = dir.join("src");
             println!("cargo::rerun-if-changed={}", src.display());

@@ -71,8 +71,13 @@ impl Worker for Faulty {
 }
 
 fn run(fault: Fault, protocol: Protocol) -> mw_runtime::RunMetrics {
+    run_for(fault, protocol, 3)
+}
+
+/// [`run`] with `iterations` iterations of 60 tasks of 0.5 ms.
+fn run_for(fault: Fault, protocol: Protocol, iterations: usize) -> mw_runtime::RunMetrics {
     let scenario = Scenario {
-        iterations: vec![vec![500; 60]; 3],
+        iterations: vec![vec![500; 60]; iterations],
         nworkers: vec![],
         panic_at: None,
     };
@@ -135,7 +140,9 @@ fn a_task_that_fails_once_runs_again_and_the_worker_stays() {
 
 #[test]
 fn a_failure_answered_after_its_copy_is_still_reported() {
-    let metrics = run(Fault::LatePanic, Protocol::Async);
+    // Iterations enough that the run still goes on when the panic is answered, 60 ms in: in a
+    // run of three it may end first, and the chunk is then left behind before it answers.
+    let metrics = run_for(Fault::LatePanic, Protocol::Async, 12);
     let backups: usize = metrics.iterations.iter().map(|i| i.backups).sum();
     assert!(backups >= 1, "the late chunk was not copied");
     let late: Vec<_> = metrics

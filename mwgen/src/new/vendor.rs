@@ -80,7 +80,7 @@ fn standalone(name: &str, manifest: &Table, workspace: &Table) -> Result<String,
                 let package = inherit_package(value, &package_values, name)?;
                 out.insert(key.clone(), Value::Table(package));
             }
-            "dependencies" => {
+            "dependencies" | "build-dependencies" => {
                 let deps = inherit_dependencies(value, &dependency_values, name)?;
                 out.insert(key.clone(), Value::Table(deps));
             }
