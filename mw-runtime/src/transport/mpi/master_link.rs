@@ -56,7 +56,7 @@ impl Gone {
     /// queued to be reported. A worker with a message still waiting is reported after it.
     fn look(&mut self, comms: &Comms, posted: &mut VecDeque<Posted>, spawner: &mut Spawner) {
         // Under ULFM, MPI names the ranks that failed; a launched rank's worker is its rank - 1.
-        for rank in ulfm::take_failed() {
+        for rank in ulfm::failed(&comms.inline) {
             let worker = usize::try_from(rank).unwrap_or(0).wrapping_sub(1);
             if self.gone.get(worker) == Some(&false) && self.finished.get(worker) == Some(&false) {
                 self.give_up(worker, posted);

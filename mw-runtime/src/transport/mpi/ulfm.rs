@@ -4,18 +4,18 @@
 //! Under ULFM a rank that dies does not end the job, and MPI itself reports it: a receive from
 //! the dead rank fails with `MPIX_ERR_PROC_FAILED`, and a receive from any rank fails with
 //! `MPIX_ERR_PROC_FAILED_PENDING` — and keeps failing — until the process acknowledges the
-//! failures it knows of (`MPIX_Comm_failure_ack`). This module acknowledges them and names the
-//! ranks (`MPIX_Comm_failure_get_acked`); the master reports those workers lost, as it does for
-//! a lifeline that ended, and its pending receive goes on.
+//! failures it knows of (`MPIX_Comm_failure_ack`). This module acknowledges them, so the
+//! pending receive goes on, and names the failed ranks of a communicator
+//! (`MPIX_Comm_failure_get_acked`); the master reports those workers lost, as it does for a
+//! lifeline that ended.
 //!
 //! The `MPIX_` functions are in no MPI standard and not in the headers rsmpi binds, so they are
 //! looked up in the loaded library when a run starts: a build against Open MPI 4 runs unchanged
 //! under Open MPI 5 with ULFM, and a library without them never enters this module's paths.
 #![allow(unsafe_code)]
 
-use std::collections::BTreeSet;
 use std::os::raw::{c_int, c_void};
-use std::sync::{Mutex, OnceLock};
+use std::sync::OnceLock;
 
 use mpi::ffi;
 use mpi::raw::AsRaw;
@@ -37,9 +37,6 @@ struct Functions {
 }
 
 static FUNCTIONS: OnceLock<Option<Functions>> = OnceLock::new();
-
-/// Ranks of the run's communicator found failed and acknowledged, not yet reported.
-static FAILED: Mutex<BTreeSet<Rank>> = Mutex::new(BTreeSet::new());
 
 /// Whether failures are reported by MPI in this job: the library has ULFM and mpirun turned it
 /// on (`--with-ft ulfm` sets `OMPI_MCA_mpi_ft_enable` in the ranks' environment).
@@ -94,22 +91,31 @@ fn class(code: c_int) -> c_int {
     class
 }
 
-/// Acknowledges the failures of `comm`'s ranks that MPI knows of, and keeps the failed ranks
-/// for [`take_failed`]. Nothing without ULFM.
+/// Acknowledges the failures of `comm`'s ranks that MPI knows of, so that a receive from any
+/// rank goes on. Nothing without ULFM.
 pub(super) fn acknowledge(comm: &SimpleCommunicator) {
+    if let Some(functions) = functions() {
+        // SAFETY: `comm` is a live communicator of this process.
+        unsafe {
+            (functions.ack)(comm.as_raw());
+        }
+    }
+}
+
+/// The ranks of `comm` whose failure was acknowledged (every one so far, not only the new
+/// ones); none without ULFM. Each communicator keeps its own: a spawned worker's failure on
+/// its own communicator is not one of the launched ranks'.
+pub(super) fn failed(comm: &SimpleCommunicator) -> Vec<Rank> {
     let Some(functions) = functions() else {
-        return;
+        return Vec::new();
     };
     let raw = comm.as_raw();
     // SAFETY: `raw` is a live communicator; every group made here is freed before returning;
     // the rank arrays have the group's size.
     unsafe {
-        if (functions.ack)(raw) != 0 {
-            return;
-        }
         let mut failed = ffi::RSMPI_GROUP_NULL;
         if (functions.acked)(raw, &mut failed) != 0 {
-            return;
+            return Vec::new();
         }
         let mut size: c_int = 0;
         ffi::MPI_Group_size(failed, &mut size);
@@ -121,15 +127,7 @@ pub(super) fn acknowledge(comm: &SimpleCommunicator) {
         ffi::MPI_Group_free(&mut failed);
         ffi::MPI_Group_free(&mut all);
         let undefined = ffi::RSMPI_UNDEFINED;
-        FAILED
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .extend(ranks.into_iter().filter(|&r| r != undefined && r >= 0));
+        ranks.retain(|&r| r != undefined && r >= 0);
+        ranks
     }
-}
-
-/// The ranks found failed since the last call.
-pub(super) fn take_failed() -> Vec<Rank> {
-    let mut failed = FAILED.lock().unwrap_or_else(|e| e.into_inner());
-    std::mem::take(&mut *failed).into_iter().collect()
 }
