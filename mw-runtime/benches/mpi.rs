@@ -326,8 +326,13 @@ fn report(part: &str, what: &str, samples: &[Vec<f64>]) {
 fn main() {
     if std::env::var_os("OMPI_COMM_WORLD_SIZE").is_none() && std::env::var_os("PMI_SIZE").is_none()
     {
-        println!("mpi bench skipped: launch it with mpirun (see the file's header)");
-        return;
+        // Not a pass: a run that measured nothing says so and fails.
+        eprintln!(
+            "error: the MPI bench needs several processes started by an MPI launcher\n\
+             help: launch it with mpirun, e.g. `mpirun -np 2 target/release/deps/mpi-<hash> \
+             --bench --only a` (see the file's header)"
+        );
+        std::process::exit(2);
     }
     let universe = mw_runtime::mpi::initialize().expect("MPI initializes");
     let world = universe.world();
