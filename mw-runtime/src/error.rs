@@ -273,3 +273,39 @@ mod tests {
         assert_eq!((e.status(), other.status()), (2, 1));
     }
 }
+
+/// A value that is not valid (a load pattern, a control address): what is wrong, and what to
+/// write instead. Prints as the message, then the advice on a `help:` line, as clap shows a
+/// flag's error; [`Error::config`] carries both into a run's error.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ValueError {
+    message: String,
+    help: String,
+}
+
+impl ValueError {
+    pub(crate) fn new(message: impl Into<String>, help: impl Into<String>) -> Self {
+        ValueError {
+            message: message.into(),
+            help: help.into(),
+        }
+    }
+
+    /// What is wrong.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
+    /// What to write instead.
+    pub fn help(&self) -> &str {
+        &self.help
+    }
+}
+
+impl fmt::Display for ValueError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}\nhelp: {}", self.message, self.help)
+    }
+}
+
+impl std::error::Error for ValueError {}

@@ -90,7 +90,7 @@ pub use codec::{DecodeError, Message};
 pub use config::{
     BackendChoice, EmulatedLink, Objective, Protocol, RunArgs, RunConfig, TuneMode, TuningConfig,
 };
-pub use error::{Error, ErrorKind, Result, exit_status};
+pub use error::{Error, ErrorKind, Result, ValueError, exit_status};
 pub use input::{InputKind, read_input, read_input_text};
 pub use interrupt::Signal;
 pub use load::LoadPattern;

@@ -52,7 +52,7 @@
 //!
 //! let error = "variable:0".parse::<LoadPattern>().unwrap_err();
 //! assert!(error.to_string().contains("help:"));
-//! # Ok::<(), mw_runtime::load::LoadError>(())
+//! # Ok::<(), mw_runtime::ValueError>(())
 //! ```
 
 use std::fmt;
@@ -60,6 +60,8 @@ use std::str::FromStr;
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
+
+use crate::error::ValueError;
 
 /// Iterations per phase of `variable` and `increasing` when the pattern does not say.
 pub const DEFAULT_PERIOD: usize = 8;
@@ -181,64 +183,30 @@ impl LoadPattern {
     }
 }
 
-/// A load pattern that could not be parsed: what is wrong, and what to write instead.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LoadError {
-    message: String,
-    help: String,
-}
-
-impl LoadError {
-    fn new(message: impl Into<String>, help: impl Into<String>) -> Self {
-        LoadError {
-            message: message.into(),
-            help: help.into(),
-        }
-    }
-
-    /// What is wrong.
-    pub fn message(&self) -> &str {
-        &self.message
-    }
-
-    /// What to write instead.
-    pub fn help(&self) -> &str {
-        &self.help
-    }
-}
-
-impl fmt::Display for LoadError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}\n\nhelp: {}", self.message, self.help)
-    }
-}
-
-impl std::error::Error for LoadError {}
-
 const GRAMMAR_HELP: &str = "use `none`, `variable[:PERIOD[:PERCENT]]`, \
      `increasing[:PERIOD[:PERCENT]]`, or steps `ITERATION:WORKERS:PERCENT,...` with WORKERS `*`, \
      `N` or `N-M` (e.g. `0:0-3:75,8:0-3:0`)";
 
 impl FromStr for LoadPattern {
-    type Err = LoadError;
+    type Err = ValueError;
 
-    fn from_str(text: &str) -> Result<Self, LoadError> {
+    fn from_str(text: &str) -> Result<Self, ValueError> {
         let text = text.trim();
         if text.is_empty() {
-            return Err(LoadError::new("the load pattern is empty", GRAMMAR_HELP));
+            return Err(ValueError::new("the load pattern is empty", GRAMMAR_HELP));
         }
         let mut parts = text.split(':').map(str::trim);
         let head = parts.next().unwrap_or_default();
         match head {
             "none" if text == "none" => Ok(LoadPattern::None),
-            "none" => Err(LoadError::new(
+            "none" => Err(ValueError::new(
                 format!("`none` takes no parameters, got `{text}`"),
                 "write `--load none`",
             )),
             "variable" | "increasing" => {
                 let rest: Vec<&str> = parts.collect();
                 if rest.len() > 2 {
-                    return Err(LoadError::new(
+                    return Err(ValueError::new(
                         format!("`{text}` has too many parameters"),
                         format!("write `{head}`, `{head}:PERIOD` or `{head}:PERIOD:PERCENT`"),
                     ));
@@ -265,7 +233,7 @@ impl FromStr for LoadPattern {
                 steps.sort_by_key(|s| s.iteration);
                 Ok(LoadPattern::Steps(steps))
             }
-            _ => Err(LoadError::new(
+            _ => Err(ValueError::new(
                 format!("unknown load pattern `{head}`"),
                 GRAMMAR_HELP,
             )),
@@ -273,9 +241,9 @@ impl FromStr for LoadPattern {
     }
 }
 
-fn parse_period(text: &str, pattern: &str) -> Result<usize, LoadError> {
+fn parse_period(text: &str, pattern: &str) -> Result<usize, ValueError> {
     match text.parse::<usize>() {
-        Ok(0) | Err(_) => Err(LoadError::new(
+        Ok(0) | Err(_) => Err(ValueError::new(
             format!(
                 "the period of `{pattern}` must be a whole number of iterations ≥ 1, got `{text}`"
             ),
@@ -285,40 +253,40 @@ fn parse_period(text: &str, pattern: &str) -> Result<usize, LoadError> {
     }
 }
 
-fn parse_percent(text: &str) -> Result<f64, LoadError> {
+fn parse_percent(text: &str) -> Result<f64, ValueError> {
     let number = text.strip_suffix('%').unwrap_or(text).trim();
     let help = "a worker under p % external load keeps 1 − p/100 of its core, so p must be in \
                 [0, 100), e.g. 75";
     match number.parse::<f64>() {
         Ok(p) if (0.0..100.0).contains(&p) => Ok(p),
-        Ok(p) => Err(LoadError::new(format!("load {p} % is out of range"), help)),
-        Err(_) => Err(LoadError::new(
+        Ok(p) => Err(ValueError::new(format!("load {p} % is out of range"), help)),
+        Err(_) => Err(ValueError::new(
             format!("`{text}` is not a load percentage"),
             help,
         )),
     }
 }
 
-fn parse_step(step: &str) -> Result<LoadStep, LoadError> {
+fn parse_step(step: &str) -> Result<LoadStep, ValueError> {
     let step = step.trim();
     let help = "a step is `ITERATION:WORKERS:PERCENT` with WORKERS `*`, `N` or `N-M`, \
                 e.g. `8:0-3:75`";
     let fields: Vec<&str> = step.split(':').map(str::trim).collect();
     let [iteration, workers, percent] = fields[..] else {
-        return Err(LoadError::new(
+        return Err(ValueError::new(
             format!("step `{step}` does not have three fields"),
             help,
         ));
     };
     let iteration = iteration.parse::<usize>().map_err(|_| {
-        LoadError::new(
+        ValueError::new(
             format!("step `{step}`: `{iteration}` is not an iteration number"),
             help,
         )
     })?;
     let number = |text: &str| {
         text.trim().parse::<usize>().map_err(|_| {
-            LoadError::new(
+            ValueError::new(
                 format!("step `{step}`: `{text}` is not a worker number"),
                 help,
             )
@@ -329,7 +297,7 @@ fn parse_step(step: &str) -> Result<LoadStep, LoadError> {
         Some((first, last)) => {
             let (first, last) = (number(first)?, number(last)?);
             if first > last {
-                return Err(LoadError::new(
+                return Err(ValueError::new(
                     format!("step `{step}`: the worker range {first}-{last} is empty"),
                     format!("write the lower number first: `{last}-{first}`"),
                 ));
@@ -345,7 +313,7 @@ fn parse_step(step: &str) -> Result<LoadStep, LoadError> {
         }
     };
     let percent = parse_percent(percent)
-        .map_err(|e| LoadError::new(format!("step `{step}`: {}", e.message), e.help))?;
+        .map_err(|e| ValueError::new(format!("step `{step}`: {}", e.message()), e.help()))?;
     Ok(LoadStep {
         iteration,
         workers,
@@ -382,9 +350,9 @@ impl fmt::Display for LoadPattern {
 }
 
 impl TryFrom<String> for LoadPattern {
-    type Error = LoadError;
+    type Error = ValueError;
 
-    fn try_from(text: String) -> Result<Self, LoadError> {
+    fn try_from(text: String) -> Result<Self, ValueError> {
         text.parse()
     }
 }
@@ -615,7 +583,7 @@ mod tests {
         for (text, expected) in cases {
             let e = error(text);
             assert!(e.contains(expected), "{text:?}: {e}");
-            assert!(e.contains("\n\nhelp: "), "{text:?}: {e}");
+            assert!(e.contains("\nhelp: "), "{text:?}: {e}");
         }
     }
 

@@ -5,7 +5,8 @@ use std::io::{BufRead, BufReader, ErrorKind, Write};
 use std::time::Duration;
 
 use clap::{Args, Subcommand};
-use mw_runtime::control::{ControlAddr, ControlAddrError, ControlStream, Reply};
+use mw_runtime::ValueError;
+use mw_runtime::control::{ControlAddr, ControlStream, Reply};
 
 use crate::CliError;
 
@@ -64,7 +65,7 @@ pub enum Action {
 /// An address that is not one, a program that cannot be reached or does not answer, or a
 /// request the program refuses (with its reason).
 pub fn run(args: &CtlArgs, out: &mut dyn Write) -> Result<(), CliError> {
-    let addr: ControlAddr = args.addr.parse().map_err(|e: ControlAddrError| {
+    let addr: ControlAddr = args.addr.parse().map_err(|e: ValueError| {
         CliError::usage(
             format!("`{}` is not a control address: {}", args.addr, e.message()),
             format!("{}, as the program was started with (--control)", e.help()),

@@ -116,7 +116,7 @@ fn measure(w: &Workload, policy: PolicyName, size: Size) -> Result<Row, BenchErr
     let load: LoadPattern = w
         .load
         .parse()
-        .map_err(|e: mw_runtime::load::LoadError| BenchError(e.message().to_owned()))?;
+        .map_err(|e: mw_runtime::ValueError| BenchError(e.message().to_owned()))?;
     let mut run = fixed(WORKERS);
     run.policy = Some(policy.into());
     run.load = Some(load.clone());

@@ -9,10 +9,11 @@ use std::path::{Path, PathBuf};
 use clap::{Args, ValueEnum};
 use serde::{Deserialize, Serialize};
 
-use crate::control::{ControlAddr, ControlAddrError};
+use crate::control::ControlAddr;
+use crate::error::ValueError;
 use crate::error::{Error, ErrorKind, Result};
 use crate::input::{InputKind, read_input_text};
-use crate::load::{LoadError, LoadPattern};
+use crate::load::LoadPattern;
 use crate::policy::{PolicyChoice, PolicyName};
 use crate::tunables::{Tunables, check_factor};
 
@@ -204,7 +205,7 @@ pub const MAX_MIN_CHUNK: usize = 1_000_000_000;
 /// The most events a trace may keep: about 11 GB of memory and of file at 110 bytes an event.
 pub const MAX_TRACE_LIMIT: usize = 100_000_000;
 
-fn parse_load(text: &str) -> std::result::Result<LoadPattern, LoadError> {
+fn parse_load(text: &str) -> std::result::Result<LoadPattern, ValueError> {
     text.parse()
 }
 
@@ -488,7 +489,7 @@ impl RunConfig {
         config.tuning = TuningConfig::merge(&file.tuning, args.tune, args.objective);
         config.control = match (&args.control, &file.tuning.control) {
             (Some(addr), _) => Some(addr.clone()),
-            (None, Some(text)) => Some(text.parse().map_err(|e: ControlAddrError| {
+            (None, Some(text)) => Some(text.parse().map_err(|e: ValueError| {
                 Error::config(
                     format!("error: `[tuning] control` = `{text}`: {}", e.message()),
                     e.help(),

@@ -50,7 +50,7 @@ use std::time::Duration;
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, TrySendError, bounded};
 
 use super::token::{self, TokenFile};
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{Error, ErrorKind, Result, ValueError};
 use crate::tunables::{Source, Tunables, TunablesHandle, Why};
 
 /// How often blocked server threads look whether the run has ended.
@@ -77,50 +77,15 @@ pub enum ControlAddr {
     Unix(PathBuf),
 }
 
-/// A control address that is not one: what is wrong, and what to give instead.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ControlAddrError {
-    message: String,
-    help: String,
-}
-
-impl ControlAddrError {
-    fn new(message: impl Into<String>, help: impl Into<String>) -> Self {
-        ControlAddrError {
-            message: message.into(),
-            help: help.into(),
-        }
-    }
-
-    /// What is wrong with the address.
-    pub fn message(&self) -> &str {
-        &self.message
-    }
-
-    /// What to give instead.
-    pub fn help(&self) -> &str {
-        &self.help
-    }
-}
-
-/// The message, then the advice on a `help:` line (as clap shows a flag's error).
-impl fmt::Display for ControlAddrError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}\nhelp: {}", self.message, self.help)
-    }
-}
-
-impl std::error::Error for ControlAddrError {}
-
 impl FromStr for ControlAddr {
-    type Err = ControlAddrError;
+    type Err = ValueError;
 
-    fn from_str(text: &str) -> std::result::Result<Self, ControlAddrError> {
+    fn from_str(text: &str) -> std::result::Result<Self, ValueError> {
         const HELP: &str = "give 127.0.0.1:PORT (a port from 0 to 65535; 0 picks a free one) or \
                             a Unix socket path (./NAME for one in this directory)";
         let text = text.trim();
         if text.is_empty() {
-            return Err(ControlAddrError::new("the control address is empty", HELP));
+            return Err(ValueError::new("the control address is empty", HELP));
         }
         let tcp = match text.strip_prefix("localhost:") {
             Some(port) => format!("127.0.0.1:{port}").parse::<SocketAddr>().ok(),
@@ -128,7 +93,7 @@ impl FromStr for ControlAddr {
         };
         match tcp {
             Some(addr) if addr.ip().is_loopback() => Ok(ControlAddr::Tcp(addr)),
-            Some(addr) => Err(ControlAddrError::new(
+            Some(addr) => Err(ValueError::new(
                 format!("`{addr}` is not a loopback address: the control endpoint is local only"),
                 HELP,
             )),
@@ -143,7 +108,7 @@ impl FromStr for ControlAddr {
                     }
                     _ => String::new(),
                 };
-                Err(ControlAddrError::new(
+                Err(ValueError::new(
                     format!("`{text}` is not a valid TCP address{why}"),
                     HELP,
                 ))

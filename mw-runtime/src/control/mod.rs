@@ -10,7 +10,6 @@ mod endpoint;
 mod token;
 
 pub use endpoint::{
-    AUTH_TIMEOUT, ControlAddr, ControlAddrError, ControlStream, MAX_CONNECTIONS, MAX_LINE,
-    MAX_UNAUTHENTICATED, Reply,
+    AUTH_TIMEOUT, ControlAddr, ControlStream, MAX_CONNECTIONS, MAX_LINE, MAX_UNAUTHENTICATED, Reply,
 };
 pub(crate) use endpoint::{ControlServer, Status};
