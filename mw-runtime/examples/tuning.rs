@@ -22,6 +22,7 @@ use std::time::{Duration, Instant};
 
 use clap::Parser;
 use mw_runtime::prelude::*;
+use mw_runtime::random::SplitMix64;
 use mw_runtime::{
     LoadPattern, Objective, PolicyName, RunConfig, RunMetrics, TuneMode, TuningConfig,
 };
@@ -123,7 +124,7 @@ fn phase(args: &Args, iteration: usize) -> (f64, f64) {
 
 struct Load {
     args: Args,
-    state: u64,
+    rng: SplitMix64,
     checksum: u64,
     /// The current iteration's tasks not yet made.
     unmade: std::ops::Range<usize>,
@@ -132,19 +133,6 @@ struct Load {
 }
 
 impl Load {
-    fn uniform(&mut self) -> f64 {
-        self.state = self.state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.state;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        ((z ^ (z >> 31)) >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
-    }
-
-    fn normal(&mut self) -> f64 {
-        let (u, v) = (self.uniform().max(1e-12), self.uniform());
-        (-2.0 * u.ln()).sqrt() * (std::f64::consts::TAU * v).cos()
-    }
-
     /// Up to `count` of the iteration's tasks not yet made.
     fn make(&mut self, count: usize) -> Vec<Task> {
         let (mean_us, task_bytes, result_len) = self.shape;
@@ -153,7 +141,7 @@ impl Load {
         self.unmade.start = end;
         (first..end)
             .map(|i| {
-                let us = (mean_us * (1.0 + self.args.sd * self.normal())).max(0.0);
+                let us = (mean_us * (1.0 + self.args.sd * self.rng.next_normal())).max(0.0);
                 Task {
                     index: i as u32,
                     sleep_us: us as u32,
@@ -254,7 +242,7 @@ fn run(
     let started = Instant::now();
     let master = || Load {
         args: args.clone(),
-        state: args.seed,
+        rng: SplitMix64::new(args.seed),
         checksum: 0,
         unmade: 0..0,
         shape: (0.0, 0, 0),

@@ -77,6 +77,7 @@ pub mod model;
 mod output;
 pub mod policy;
 mod progress;
+pub mod random;
 mod run;
 mod status;
 mod summary;

@@ -9,40 +9,9 @@
 //! `m = ln μ − s²/2` and `z` standard normal (Box–Muller from two SplitMix64 uniforms). `c = 0`
 //! gives every task the mean.
 
-use std::f64::consts::TAU;
 use std::time::Duration;
 
-/// SplitMix64 (Steele, Lea & Flood 2014): small, fast, and the same on every platform.
-#[derive(Debug, Clone)]
-pub struct SplitMix64 {
-    state: u64,
-}
-
-impl SplitMix64 {
-    pub fn new(seed: u64) -> Self {
-        SplitMix64 { state: seed }
-    }
-
-    pub fn next_u64(&mut self) -> u64 {
-        self.state = self.state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.state;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in `[0, 1)` with 53 random bits.
-    pub fn next_unit(&mut self) -> f64 {
-        (self.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
-    }
-
-    /// Standard normal (Box–Muller, cosine branch; two uniforms per draw).
-    pub fn next_normal(&mut self) -> f64 {
-        let u1 = 1.0 - self.next_unit(); // in (0, 1]: ln is finite
-        let u2 = self.next_unit();
-        (-2.0 * u1.ln()).sqrt() * (TAU * u2).cos()
-    }
-}
+pub use mw::random::SplitMix64;
 
 /// The stream of task times of a run: iteration after iteration, task after task.
 #[derive(Debug, Clone)]
@@ -99,13 +68,6 @@ mod tests {
         let mean = ms.iter().sum::<f64>() / n;
         let var = ms.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / n;
         (mean, var.sqrt())
-    }
-
-    #[test]
-    fn splitmix64_matches_the_reference_sequence() {
-        let mut rng = SplitMix64::new(1_234_567);
-        assert_eq!(rng.next_u64(), 6_457_827_717_110_365_317);
-        assert_eq!(rng.next_u64(), 3_203_168_211_198_807_973);
     }
 
     #[test]

@@ -9,6 +9,8 @@
 //! [`Landscape::synthetic`] builds a deterministic landscape from a seed, so the master and every
 //! worker (every MPI rank) rebuild the same terrain from the command line instead of shipping it.
 
+use mw::random::SplitMix64;
+
 use crate::fuels;
 use crate::rothermel::{FT_MIN_PER_MPH, FuelBed, Moisture, Spread};
 
@@ -244,7 +246,7 @@ impl Landscape {
     pub fn synthetic(s: &Scenario) -> Landscape {
         let n = s.grid.max(4);
         let side = n as f64 * s.cell_m;
-        let mut rng = SplitMix64(s.seed);
+        let mut rng = SplitMix64::new(s.seed);
         let centre = |i: usize| (i as f64 + 0.5) * s.cell_m;
 
         // Elevation: hills of 10–35 % height-to-radius ratio.
@@ -252,8 +254,13 @@ impl Landscape {
             .map(|_| {
                 let radius = side * rng.range(0.08, 0.25);
                 let height =
-                    radius * rng.range(0.10, 0.35) * if rng.unit() < 0.8 { 1.0 } else { -0.6 };
-                [rng.unit() * side, rng.unit() * side, radius, height]
+                    radius * rng.range(0.10, 0.35) * if rng.next_unit() < 0.8 { 1.0 } else { -0.6 };
+                [
+                    rng.next_unit() * side,
+                    rng.next_unit() * side,
+                    radius,
+                    height,
+                ]
             })
             .collect();
         let mut elevation = Vec::with_capacity(n * n);
@@ -276,7 +283,7 @@ impl Landscape {
         ];
         let patches: Vec<([f64; 2], u8)> = (0..((n / 12).pow(2)).max(8))
             .map(|_| {
-                let p = [rng.unit() * side, rng.unit() * side];
+                let p = [rng.next_unit() * side, rng.next_unit() * side];
                 (p, PALETTE[rng.below(PALETTE.len())])
             })
             .collect();
@@ -300,14 +307,17 @@ impl Landscape {
         let mut sorted = elevation.clone();
         sorted.sort_by(f64::total_cmp);
         let ridge = sorted[sorted.len() * 97 / 100];
-        let (river_y, river_amp, river_phase) =
-            (side * rng.range(0.2, 0.3), side * 0.06, rng.unit() * 6.3);
+        let (river_y, river_amp, river_phase) = (
+            side * rng.range(0.2, 0.3),
+            side * 0.06,
+            rng.next_unit() * 6.3,
+        );
         let fords = [rng.range(0.1, 0.45) * side, rng.range(0.55, 0.9) * side];
         let lakes: Vec<[f64; 3]> = (0..2 + n / 80)
             .map(|_| {
                 [
-                    rng.unit() * side,
-                    rng.unit() * side,
+                    rng.next_unit() * side,
+                    rng.next_unit() * side,
                     s.cell_m * rng.range(2.0, 5.0),
                 ]
             })
@@ -346,7 +356,11 @@ impl Landscape {
             / elevation.len() as f64)
             .sqrt()
             .max(1.0);
-        let (f1, f2, phase) = (rng.range(0.5, 1.5), rng.range(0.5, 1.5), rng.unit() * 6.3);
+        let (f1, f2, phase) = (
+            rng.range(0.5, 1.5),
+            rng.range(0.5, 1.5),
+            rng.next_unit() * 6.3,
+        );
         let mut wind = Vec::with_capacity(n * n);
         for j in 0..n {
             for i in 0..n {
@@ -384,29 +398,20 @@ const INERT: fuels::FuelModel = fuels::FuelModel {
     sav_live: 0.0,
 };
 
-/// SplitMix64: small, fast and the same on every platform.
-#[derive(Debug, Clone)]
-struct SplitMix64(u64);
+/// The draws the terrain is made of, from the runtime's SplitMix64: the same on every platform.
+trait Draws {
+    /// Uniform in `[lo, hi)`.
+    fn range(&mut self, lo: f64, hi: f64) -> f64;
+    /// Uniform in `0..n`.
+    fn below(&mut self, n: usize) -> usize;
+}
 
-impl SplitMix64 {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in `[0, 1)`.
-    fn unit(&mut self) -> f64 {
-        (self.next() >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
-    }
-
+impl Draws for SplitMix64 {
     fn range(&mut self, lo: f64, hi: f64) -> f64 {
-        lo + (hi - lo) * self.unit()
+        lo + (hi - lo) * self.next_unit()
     }
 
     fn below(&mut self, n: usize) -> usize {
-        (self.unit() * n as f64) as usize % n.max(1)
+        (self.next_unit() * n as f64) as usize % n.max(1)
     }
 }

@@ -49,6 +49,7 @@ use crate::config::Protocol;
 use crate::load::LoadPattern;
 use crate::measure::{Moments, TaskStats};
 use crate::policy::{Ask, ChunkDone, Plan, Policy, PolicyName, sends_ahead};
+use crate::random::SplitMix64;
 
 /// One worker's measured task time.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -441,28 +442,23 @@ fn ms_duration(ms: f64) -> std::time::Duration {
     std::time::Duration::from_secs_f64(ms.max(0.0) / 1e3)
 }
 
-/// Standard normal draws (Box–Muller over SplitMix64): deterministic for a seed.
+/// Standard normal draws (Box–Muller over SplitMix64, both branches): deterministic for a seed.
 struct Normal {
-    state: u64,
+    rng: SplitMix64,
     spare: Option<f64>,
 }
 
 impl Normal {
     fn new(seed: u64) -> Self {
         Normal {
-            state: seed,
+            rng: SplitMix64::new(seed),
             spare: None,
         }
     }
 
+    /// In (0, 1]: never 0, so the logarithm below is finite.
     fn uniform(&mut self) -> f64 {
-        self.state = self.state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.state;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^= z >> 31;
-        // In (0, 1]: never 0, so the logarithm below is finite.
-        ((z >> 11) as f64 + 1.0) * (1.0 / (1u64 << 53) as f64)
+        ((self.rng.next_u64() >> 11) as f64 + 1.0) * (1.0 / (1u64 << 53) as f64)
     }
 
     fn draw(&mut self) -> f64 {
