@@ -10,7 +10,9 @@ use crate::measure::{Moments, Observation};
 use crate::tunables::Decision;
 
 /// Everything measured in one run.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+/// `mwgen report` and `mwgen predict` read these same types: a file that lacks a field without
+/// a default was written by another version, and is refused rather than read as zeros.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct RunMetrics {
     /// The program's name.
     pub app: String,
@@ -178,7 +180,7 @@ impl IterationMetrics {
 }
 
 /// A chunk whose `do_work` panicked.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct Failure {
     pub iteration: usize,
     pub worker: usize,

@@ -5,7 +5,9 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use super::plots::plain;
-use super::{Figure, Run};
+use mw_runtime::metrics::RunMetrics;
+
+use super::Figure;
 
 const STYLE: &str = "\
 body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1000px;padding:0 1em;color:#222}
@@ -21,7 +23,7 @@ figure svg{max-width:100%;height:auto;border:1px solid #eee}
 figcaption{color:#555;font-size:.92em;margin-top:.3em}";
 
 /// The page for `run`, read from `source`, with `figures` inlined.
-pub(super) fn page(run: &Run, source: &Path, figures: &[Figure]) -> String {
+pub(super) fn page(run: &RunMetrics, source: &Path, figures: &[Figure]) -> String {
     let mut html = String::with_capacity(figures.iter().map(|f| f.svg.len()).sum::<usize>() + 8192);
     let title = format!(
         "{} — run report",
@@ -56,7 +58,7 @@ pub(super) fn page(run: &Run, source: &Path, figures: &[Figure]) -> String {
     html
 }
 
-fn summary(html: &mut String, run: &Run) {
+fn summary(html: &mut String, run: &RunMetrics) {
     let its = &run.iterations;
     let mut rows: Vec<(&str, String)> = vec![
         ("Program", run.app.clone()),
@@ -114,7 +116,7 @@ fn summary(html: &mut String, run: &Run) {
         ));
     }
     if let (Some(first), Some(last)) = (its.first(), its.last()) {
-        let tunables = |it: &super::IterationRow| {
+        let tunables = |it: &mw_runtime::metrics::IterationMetrics| {
             format!(
                 "nworkers {}, factor {:.2}, policy {}",
                 it.workers, it.factor, it.policy
@@ -138,7 +140,7 @@ fn summary(html: &mut String, run: &Run) {
     *html += "</table>\n";
 }
 
-fn decisions(html: &mut String, run: &Run) {
+fn decisions(html: &mut String, run: &RunMetrics) {
     *html += "<h2>Decisions</h2>\n";
     if run.decisions.is_empty() {
         *html += "<p class=\"note\">No tunable changed during the run.</p>\n";
@@ -171,7 +173,7 @@ fn decisions(html: &mut String, run: &Run) {
     *html += "</table>\n";
 }
 
-fn failures(html: &mut String, run: &Run) {
+fn failures(html: &mut String, run: &RunMetrics) {
     if run.failures.is_empty() {
         return;
     }

@@ -6,7 +6,6 @@ use std::path::{Path, PathBuf};
 
 use clap::Args;
 use mw_runtime::InputKind;
-use serde::Deserialize;
 
 use crate::CliError;
 
@@ -51,71 +50,12 @@ pub struct ReportArgs {
     pub iteration: Option<usize>,
 }
 
-/// What the report reads of a metrics file: the contract fields of `docs/ARCHITECTURE.md` and a few more,
-/// every one optional but the iterations, so older or newer files still make a report.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(default)]
-pub(crate) struct Run {
-    pub app: String,
-    pub backend: String,
-    pub pool: usize,
-    pub protocol: String,
-    pub total_ms: f64,
-    pub iterations: Vec<IterationRow>,
-    pub decisions: Vec<DecisionRow>,
-    pub failures: Vec<FailureRow>,
-}
+use mw_runtime::metrics::RunMetrics;
 
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(default)]
-pub(crate) struct IterationRow {
-    pub index: usize,
-    pub workers: usize,
-    pub factor: f64,
-    pub policy: String,
-    pub tasks: usize,
-    pub chunks: usize,
-    pub time_ms: f64,
-    pub tc_ms: f64,
-    pub lm_ms: f64,
-    pub bytes_to_workers: u64,
-    pub bytes_from_workers: u64,
-    pub imbalance: f64,
-    pub predicted_ms: Option<f64>,
-    pub chunk_sizes: Vec<usize>,
-    pub busy_ms: Vec<f64>,
-}
-
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(default)]
-pub(crate) struct DecisionRow {
-    pub iteration: usize,
-    /// For a change made inside an iteration: its tasks done by then.
-    pub tasks_done: Option<usize>,
-    pub tunable: String,
-    pub from: serde_json::Value,
-    pub to: serde_json::Value,
-    pub reason: String,
-    /// The decision in words (metrics written before it was recorded have none).
-    pub summary: String,
-}
-
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(default)]
-pub(crate) struct FailureRow {
-    pub iteration: usize,
-    pub worker: usize,
-    pub first_task: usize,
-    pub tasks: usize,
-    pub message: String,
-}
-
-impl Run {
-    /// Workers to give a row in per-worker plots: the pool, or more if the busy times say so.
-    pub(crate) fn workers(&self) -> usize {
-        let seen = self.iterations.iter().map(|it| it.busy_ms.len()).max();
-        self.pool.max(seen.unwrap_or(0))
-    }
+/// Workers to give a row in per-worker plots: the pool, or more if the busy times say so.
+pub(crate) fn workers(run: &RunMetrics) -> usize {
+    let seen = run.iterations.iter().map(|it| it.busy_ms.len()).max();
+    run.pool.max(seen.unwrap_or(0))
 }
 
 /// One plot of the report.
@@ -176,7 +116,7 @@ pub fn run(args: &ReportArgs, out: &mut dyn Write) -> Result<(), CliError> {
 }
 
 /// Reads and parses a metrics file, with advice when it is something else.
-pub(crate) fn load_metrics(path: &Path) -> Result<Run, CliError> {
+pub(crate) fn load_metrics(path: &Path) -> Result<RunMetrics, CliError> {
     let text = mw_runtime::read_input_text(path, InputKind::Metrics).map_err(|e| {
         CliError::failure(
             format!("cannot read the metrics file `{}`: {e}", path.display()),
@@ -202,7 +142,7 @@ pub(crate) fn is_trace(text: &str) -> bool {
 }
 
 /// Parses metrics JSON; the error is a message and a help line.
-pub(crate) fn parse_metrics(text: &str) -> Result<Run, (String, String)> {
+pub(crate) fn parse_metrics(text: &str) -> Result<RunMetrics, (String, String)> {
     let help = "give the JSON a program writes with `--metrics PATH`";
     let value: serde_json::Value =
         serde_json::from_str(text).map_err(|e| (e.to_string(), help.to_owned()))?;
@@ -215,11 +155,18 @@ pub(crate) fn parse_metrics(text: &str) -> Result<Run, (String, String)> {
     if value.get("iterations").is_none() {
         return Err(("it has no `iterations`".to_owned(), help.to_owned()));
     }
-    serde_json::from_value(value).map_err(|e| (e.to_string(), help.to_owned()))
+    serde_json::from_value(value).map_err(|e| {
+        let help = format!(
+            "the report reads the metrics of mw-runtime {}: run the program again with this \
+             version, or use the mwgen of the version that wrote them",
+            env!("CARGO_PKG_VERSION")
+        );
+        (e.to_string(), help)
+    })
 }
 
 /// The iteration to detail: `asked`, else the first; it must exist when asked for.
-fn choose_iteration(run: &Run, asked: Option<usize>) -> Result<Option<usize>, CliError> {
+fn choose_iteration(run: &RunMetrics, asked: Option<usize>) -> Result<Option<usize>, CliError> {
     let Some(index) = asked else {
         return Ok(run.iterations.first().map(|_| 0));
     };

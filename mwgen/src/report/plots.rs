@@ -5,7 +5,10 @@ use plotters::coord::Shift;
 use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 
-use super::{DecisionRow, Figure, IterationRow, Run};
+use mw_runtime::Decision;
+use mw_runtime::metrics::{IterationMetrics, RunMetrics};
+
+use super::Figure;
 
 pub(super) type DrawResult<T> = Result<T, Box<dyn std::error::Error>>;
 /// A chart with plain numbers on both axes, drawn to SVG.
@@ -26,7 +29,7 @@ const MAX_MARKERS: usize = 120;
 
 /// The plots of the metrics: iteration time, tunables, busy workers, chunk sizes of iteration
 /// `chosen` (a position in `run.iterations`).
-pub(super) fn draw_all(run: &Run, chosen: Option<usize>) -> DrawResult<Vec<Figure>> {
+pub(super) fn draw_all(run: &RunMetrics, chosen: Option<usize>) -> DrawResult<Vec<Figure>> {
     Ok(vec![
         iteration_time(run)?,
         tunables(run)?,
@@ -132,7 +135,7 @@ pub(super) fn header<'a>(
 }
 
 /// The x range of iteration plots: each iteration a unit wide, centred on its index.
-fn iteration_range(iterations: &[IterationRow]) -> (f64, f64) {
+fn iteration_range(iterations: &[IterationMetrics]) -> (f64, f64) {
     let first = iterations.first().map_or(0, |it| it.index) as f64;
     let last = iterations.last().map_or(0, |it| it.index) as f64;
     (first - 0.5, last.max(first) + 0.5)
@@ -188,7 +191,7 @@ const LABEL_CHAR_PX: i32 = 7;
 /// with what changed; returns whether any was drawn.
 fn decision_marks(
     chart: &mut Chart<'_, '_>,
-    run: &Run,
+    run: &RunMetrics,
     (x0, x1): (f64, f64),
     (y0, y1): (f64, f64),
 ) -> DrawResult<bool> {
@@ -244,7 +247,7 @@ fn label_rows(spans: &[(i32, i32)], rows: usize) -> Vec<Option<usize>> {
 
 /// Where a decision stands on the iteration axis: at the boundary before its iteration, or, for
 /// a change made inside an iteration, as far into it as its tasks done.
-fn decision_x(run: &Run, d: &DecisionRow) -> f64 {
+fn decision_x(run: &RunMetrics, d: &Decision) -> f64 {
     let inside = d.tasks_done.and_then(|done| {
         let it = run.iterations.iter().find(|it| it.index == d.iteration)?;
         (it.tasks > 0).then(|| done as f64 / it.tasks as f64)
@@ -255,9 +258,9 @@ fn decision_x(run: &Run, d: &DecisionRow) -> f64 {
 /// A tunable's value over the run as a step line: each iteration's value as it began, then the
 /// changes made inside iterations where they were made.
 fn tunable_steps(
-    run: &Run,
+    run: &RunMetrics,
     tunable: &str,
-    value: impl Fn(&IterationRow) -> f64,
+    value: impl Fn(&IterationMetrics) -> f64,
 ) -> Vec<(f64, f64)> {
     let mut points = Vec::new();
     for it in &run.iterations {
@@ -293,7 +296,7 @@ pub(super) fn plain(value: &serde_json::Value) -> String {
     }
 }
 
-fn iteration_time(run: &Run) -> DrawResult<Figure> {
+fn iteration_time(run: &RunMetrics) -> DrawResult<Figure> {
     let title = "Iteration time, measured and predicted";
     let its = &run.iterations;
     let svg = svg(|root| {
@@ -368,7 +371,7 @@ fn iteration_time(run: &Run) -> DrawResult<Figure> {
 }
 
 /// Runs of consecutive iterations that have a prediction.
-fn predicted_pieces(its: &[IterationRow]) -> Vec<Vec<(f64, f64)>> {
+fn predicted_pieces(its: &[IterationMetrics]) -> Vec<Vec<(f64, f64)>> {
     let mut pieces: Vec<Vec<(f64, f64)>> = Vec::new();
     let mut current = Vec::new();
     for it in its {
@@ -384,7 +387,7 @@ fn predicted_pieces(its: &[IterationRow]) -> Vec<Vec<(f64, f64)>> {
     pieces
 }
 
-fn tunables(run: &Run) -> DrawResult<Figure> {
+fn tunables(run: &RunMetrics) -> DrawResult<Figure> {
     let title = "Tunables over the run: nworkers and factor";
     let its = &run.iterations;
     let svg = svg(|root| {
@@ -450,11 +453,11 @@ fn tunables(run: &Run) -> DrawResult<Figure> {
     })
 }
 
-fn busy(run: &Run) -> DrawResult<Figure> {
+fn busy(run: &RunMetrics) -> DrawResult<Figure> {
     let title = "Busy share of each worker, per iteration";
     let its = &run.iterations;
     // Only the workers that ran: a pool of 16 of which 2 took part has 2 rows.
-    let ran: Vec<usize> = (0..run.workers())
+    let ran: Vec<usize> = (0..super::workers(run))
         .filter(|&w| {
             its.iter()
                 .any(|it| it.busy_ms.get(w).is_some_and(|&b| b > 0.0))
@@ -515,7 +518,7 @@ fn busy(run: &Run) -> DrawResult<Figure> {
              wall time: dark is busy, white is idle or not taking part. Rows are the {} that \
              ran, of a pool of {}.",
             crate::count(workers, "worker"),
-            run.workers()
+            super::workers(run)
         ),
         svg,
     })
@@ -554,7 +557,7 @@ fn color_scale(area: &DrawingArea<SVGBackend<'_>, Shift>) -> DrawResult<()> {
     Ok(())
 }
 
-fn chunks(run: &Run, chosen: Option<usize>) -> DrawResult<Figure> {
+fn chunks(run: &RunMetrics, chosen: Option<usize>) -> DrawResult<Figure> {
     let it = chosen.and_then(|i| run.iterations.get(i));
     let title = match it {
         Some(it) => format!(
@@ -605,24 +608,24 @@ mod tests {
 
     #[test]
     fn a_change_inside_an_iteration_steps_where_it_was_made() {
-        let run = Run {
+        let run = RunMetrics {
             iterations: (0..2)
-                .map(|index| IterationRow {
+                .map(|index| IterationMetrics {
                     index,
                     workers: if index == 0 { 1 } else { 16 },
                     tasks: 400,
-                    ..IterationRow::default()
+                    ..IterationMetrics::default()
                 })
                 .collect(),
-            decisions: vec![DecisionRow {
+            decisions: vec![Decision {
                 iteration: 0,
                 tasks_done: Some(40),
                 tunable: "nworkers".into(),
                 from: 1.into(),
                 to: 16.into(),
-                ..DecisionRow::default()
+                ..Decision::default()
             }],
-            ..Run::default()
+            ..RunMetrics::default()
         };
         assert!((decision_x(&run, &run.decisions[0]) - -0.4).abs() < 1e-12);
         let points = tunable_steps(&run, "nworkers", |it| it.workers as f64);
@@ -662,27 +665,27 @@ mod tests {
     /// Many decisions close together: the labels drawn never overlap in a row.
     #[test]
     fn decision_labels_do_not_overlap() {
-        let run = Run {
+        let run = RunMetrics {
             iterations: (0..40)
-                .map(|index| IterationRow {
+                .map(|index| IterationMetrics {
                     index,
                     workers: 4,
                     factor: 0.5,
                     time_ms: 10.0,
                     tasks: 100,
-                    ..IterationRow::default()
+                    ..IterationMetrics::default()
                 })
                 .collect(),
             decisions: (0..30)
-                .map(|i| DecisionRow {
+                .map(|i| Decision {
                     iteration: 1 + i % 20,
                     tunable: if i % 2 == 0 { "nworkers" } else { "factor" }.into(),
                     from: 1.into(),
                     to: (i + 2).into(),
-                    ..DecisionRow::default()
+                    ..Decision::default()
                 })
                 .collect(),
-            ..Run::default()
+            ..RunMetrics::default()
         };
         let svg = tunables(&run).unwrap().svg;
         // Each label as (x, y, characters), from `<text x=".." y=".." ...>nworkers → 3</text>`.

@@ -8,7 +8,9 @@ use plotters::prelude::*;
 use serde::Deserialize;
 
 use super::plots::{BLUE, DrawResult, GREEN, Key, ORANGE, PURPLE, header, placeholder, short, svg};
-use super::{Figure, Run};
+use mw_runtime::metrics::RunMetrics;
+
+use super::Figure;
 use crate::CliError;
 
 /// The master's track in the traces the runtime writes; worker `w` is `WORKER_BASE + w`.
@@ -105,7 +107,7 @@ fn kind(name: &str) -> Option<(&'static str, RGBColor)> {
 }
 
 /// The timeline of iteration `chosen` (a position in `run.iterations`).
-pub(crate) fn draw(trace: &Trace, run: &Run, chosen: Option<usize>) -> DrawResult<Figure> {
+pub(crate) fn draw(trace: &Trace, run: &RunMetrics, chosen: Option<usize>) -> DrawResult<Figure> {
     let index = chosen
         .and_then(|i| run.iterations.get(i))
         .map(|it| it.index);
