@@ -60,6 +60,7 @@ extern crate self as mw_runtime;
 pub mod __private;
 pub mod agree;
 pub mod app;
+mod args;
 mod clock;
 pub mod codec;
 pub mod config;
@@ -87,6 +88,7 @@ pub mod tunables;
 pub mod tuning;
 
 pub use app::{Flow, Iteration, Master, Setup, TaskError, TaskId, Work, Worker, WorkerSetup};
+pub use args::parse_args;
 pub use codec::{DecodeError, Message};
 pub use config::{
     BackendChoice, EmulatedLink, Objective, Protocol, RunArgs, RunConfig, TuneMode, TuningConfig,

@@ -119,7 +119,7 @@ struct References {
 }
 
 fn main() -> ExitCode {
-    mw::exit_status(run(&Cli::parse()))
+    mw::exit_status(run(&mw::parse_args()))
 }
 
 fn run(cli: &Cli) -> mw::Result<()> {

@@ -2,14 +2,10 @@
 
 use std::process::ExitCode;
 
-use clap::Parser;
-
 use synthetic::cli::{Cli, run};
 
 fn main() -> ExitCode {
-    // Before the flags are parsed: under a launcher, a refused flag's status 2 is said too.
-    mw::report_exit_status();
-    match run(&Cli::parse()) {
+    match run(&mw::parse_args::<Cli>()) {
         Ok(Some(summary)) => {
             print!("{summary}");
             ExitCode::SUCCESS

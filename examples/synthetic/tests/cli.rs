@@ -97,3 +97,39 @@ fn bad_flags_are_refused_with_help() {
         "help: lower --tasks",
     );
 }
+
+#[test]
+fn under_a_launcher_only_the_first_rank_prints_a_refused_flag() {
+    // What `mpirun -np 4` gives each rank; `launched(r)` is rank `r` of them.
+    let launched = |rank: &str, arg: &str| {
+        let mut cmd = synthetic();
+        cmd.env("OMPI_COMM_WORLD_SIZE", "4")
+            .env("OMPI_COMM_WORLD_LOCAL_SIZE", "4")
+            .env("OMPI_COMM_WORLD_RANK", rank)
+            .arg(arg);
+        cmd
+    };
+    let first = launched("0", "--bogus").assert().failure().code(2);
+    let stderr = String::from_utf8(first.get_output().stderr.clone()).unwrap();
+    assert!(
+        stderr.starts_with("error: unexpected argument '--bogus'"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.ends_with("mw: exit status 2 (bad input)\n"),
+        "{stderr}"
+    );
+    for rank in ["1", "3"] {
+        let other = launched(rank, "--bogus").assert().failure().code(2);
+        let out = other.get_output();
+        assert!(
+            out.stderr.is_empty() && out.stdout.is_empty(),
+            "rank {rank}: {out:?}"
+        );
+    }
+    let help = launched("2", "--help").assert().success();
+    assert!(
+        help.get_output().stdout.is_empty(),
+        "rank 2 printed the help"
+    );
+}

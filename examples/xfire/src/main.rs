@@ -2,12 +2,10 @@
 
 use std::process::ExitCode;
 
-use clap::Parser;
-
 use xfire::cli::{Cli, run};
 
 fn main() -> ExitCode {
-    match run(Cli::parse()) {
+    match run(mw::parse_args::<Cli>()) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("{e}");

@@ -44,7 +44,7 @@ fn main() -> std::process::ExitCode {
 }
 
 fn run() -> mw::Result<()> {
-    let cli = Cli::parse();
+    let cli: Cli = mw::parse_args();
     let (numbers, tasks, iterations) = (cli.numbers, cli.tasks, cli.iterations);
     // The master is built only where it runs: here, or on MPI rank 0.
     let master = || Sums::new(numbers, tasks, iterations);

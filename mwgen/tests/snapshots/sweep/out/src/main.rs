@@ -42,7 +42,7 @@ fn main() -> std::process::ExitCode {
 }
 
 fn run() -> mw::Result<()> {
-    let cli = Cli::parse();
+    let cli: Cli = mw::parse_args();
     let (numbers, tasks) = (cli.numbers, cli.tasks);
     // The master is built only where it runs: here, or on MPI rank 0.
     let master = move || Bag::new(numbers, tasks);
