@@ -1,5 +1,5 @@
-//! The in-process tuner (the papers' MATE analyzer). The external control endpoint is
-//! [`crate::control`].
+//! Tuning: the tunables ([`tunables`]), their configuration ([`config`]), the in-process tuner
+//! (the papers' MATE analyzer) and the external control endpoint ([`control`]).
 //!
 //! At every iteration boundary the engine hands the tuner the iteration's `Observation`
 //! (measure points, see [`crate::measure`]). The tuner folds it into a smoothed `Estimate` of
@@ -14,6 +14,8 @@
 //! Before an iteration's results come back, the tuner also predicts its time (`predicted_ms`),
 //! from the measurements of the iterations before it. See `README.md` beside this file.
 
+pub mod config;
+pub mod control;
 mod decide;
 mod estimate;
 mod factor;
@@ -21,6 +23,7 @@ mod machine;
 mod policy;
 mod queue;
 pub mod simulate;
+pub mod tunables;
 mod workers;
 
 #[cfg(test)]
