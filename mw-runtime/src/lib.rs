@@ -98,7 +98,7 @@ pub use output::{check_output, write_output};
 pub use policy::{PolicyChoice, PolicyName};
 pub use run::{Report, run, run_config, run_with};
 pub use status::report_exit_status;
-pub use tunables::{Change, Decision, Tunable, TunableId, Tunables, TunablesHandle};
+pub use tunables::{Change, Decision, TakesEffect, Tunable, TunableId, Tunables, TunablesHandle};
 // `tuning/` owns the tunables and the control endpoint; their paths from the root stay.
 pub use tuning::simulate;
 pub use tuning::{control, tunables};

@@ -8,8 +8,9 @@
 //! `workers` evaluates the performance model over the range of worker counts, and with
 //! `--policy auto` `policy` simulates it under every policy of the portfolio. A proposal
 //! becomes a change only through the `decide` rules: persistence, a gain above noise,
-//! hysteresis. Changes are requested through the [`TunablesHandle`], so they take effect at the
-//! next boundary like any other, and are logged as decisions with their reason.
+//! hysteresis. Changes are requested through the [`TunablesHandle`], take effect when their
+//! tunable says ([`TakesEffect`]), are judged on the work done with them, and are logged as
+//! decisions with their reason.
 //!
 //! Before an iteration's results come back, the tuner also predicts its time (`predicted_ms`),
 //! from the measurements of the iterations before it. See `README.md` beside this file.
@@ -38,7 +39,8 @@ use crate::config::{Objective, Protocol, RunConfig, TuningConfig};
 use crate::measure::{Moments, Observation, TaskStats};
 use crate::policy::{PolicyChoice, PolicyName, Registry};
 use crate::tunables::{
-    Applied, Change, Source, Tunable, TunableId, TunableValue, Tunables, TunablesHandle, Why,
+    Applied, Change, Source, TakesEffect, Tunable, TunableId, TunableValue, Tunables,
+    TunablesHandle, Why,
 };
 use decide::{Conditions, Decider, Evidence, Verdict};
 use estimate::Estimate;
@@ -115,22 +117,18 @@ impl Tuner {
         if applied.is_empty() {
             return;
         }
-        self.decider.settings_changed();
-        self.decider.reset_streaks();
+        // The trial's baseline is what ran before the change took effect: read before the
+        // scores are cleared.
         for a in applied {
             match a.source {
-                Source::Tuner => {
-                    if let Some(trial) = &mut self.decider.trial {
-                        if trial.tunable == a.tunable {
-                            trial.applied = true;
-                        }
-                    }
-                }
+                Source::Tuner => self.decider.took_effect(a.tunable, self.config.persistence),
                 Source::Application | Source::External => {
                     self.decider.abandon(a.tunable);
                 }
             }
         }
+        self.decider.settings_changed();
+        self.decider.reset_streaks();
     }
 
     /// The predicted time of an iteration of `tasks` tasks with `workers` workers, made before
@@ -159,7 +157,7 @@ impl Tuner {
         stats: &TaskStats,
         handle: &TunablesHandle,
     ) {
-        self.decider.drop_unapplied();
+        self.decider.drop_unapplied(obs.facts.index);
         let residual = self.estimate.update(obs, self.protocol);
         // An iteration whose settings changed midway describes no single setting: neither a
         // baseline nor a trial's evidence (a midway trial was judged on its own stretch).
@@ -490,17 +488,24 @@ impl Tuner {
             return false;
         }
         self.calibration_before = self.estimate.calibration_ms;
-        if let Some((at, _)) = look.midway {
+        // A change that waits for the next boundary is judged on the iterations that run with
+        // it, not on the rest of this one.
+        let tunable = proposal.change.tunable();
+        let midway = look
+            .midway
+            .filter(|_| handle.takes_effect(tunable) != TakesEffect::NextIteration);
+        if let Some((at, _)) = midway {
             // What follows is judged against what came before, measured from here.
             self.mark = at;
         }
         self.decider.start(
             &proposal,
-            handle.name(proposal.change.tunable()),
+            handle.name(tunable),
             back,
             conditions,
             self.config.persistence,
-            look.midway,
+            midway,
+            index,
         );
         true
     }

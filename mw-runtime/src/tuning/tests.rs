@@ -1041,3 +1041,85 @@ fn a_simulation_short_of_the_iterations_still_lets_a_large_gain_through() {
     // messages passes it. Over the simulated time the miss was a half, and blocked it.
     assert_eq!(factor_after(|simulated| simulated * 1.5), 1.0);
 }
+
+/// Proposes `tile` = 2 while it is 1, with a gain large enough to act on at the first look.
+#[derive(Debug)]
+struct DoubleTile(crate::tunables::TunableId<i64>);
+
+impl Tunlet for DoubleTile {
+    fn tunable(&self) -> Tunable {
+        self.0.tunable()
+    }
+    fn propose(&mut self, view: &TunerView<'_>) -> Option<Proposal> {
+        (view.value(self.0) == 1).then(|| Proposal::new(self.0, 2, 0.6, "larger tiles"))
+    }
+}
+
+/// A program's tunable, read in `partition`, changed by its tunlet at a checkpoint inside
+/// iteration 0: the rest of iteration 0 still runs with the old value (the shared part is
+/// sent), so the change is judged on the iterations that run with the new one, not rolled
+/// back because the tasks after the checkpoint happened to be slower.
+#[test]
+fn a_change_that_takes_effect_next_iteration_is_judged_on_that_iteration() {
+    let p = fig6(1.0);
+    let mut h = Harness::new(4, Objective::Time);
+    let tile = h.handle.declare("tile", 1_i64, 1..=8).unwrap();
+    h.tuner.add_tunlets(vec![Box::new(DoubleTile(tile))]);
+    // Only the tile is left to the tuner.
+    h.handle.request(Change::Factor(0.5), "fixed").unwrap();
+    h.handle.request(Change::Nworkers(4), "fixed").unwrap();
+    h.handle.apply_pending(0);
+
+    // Iteration 0: 1600 tasks of 1 ms on 4 workers; checkpoints every 400 tasks. The tasks
+    // after the first checkpoint take 20 % longer, with the tile still 1.
+    let span = |tasks: u64, ms: f64| Span {
+        ms,
+        tasks,
+        busy_ms: tasks as f64,
+        answers: tasks / 10,
+        workers: 4,
+        in_flight: (0.0, 0.0),
+    };
+    let so_far = |s: Span| {
+        let mut obs = measured(0, 4, &p, Some(s.ms));
+        obs.facts.tasks = s.tasks as usize;
+        obs.facts.mixed = true;
+        obs
+    };
+    let mut mixed = false;
+    for s in [span(400, 100.0), span(800, 220.0), span(1200, 340.0)] {
+        let current = h.handle.current();
+        let asked = h.tuner.checkpoint(
+            &so_far(s),
+            s,
+            1600 - s.tasks as usize,
+            200,
+            &current,
+            POOL,
+            &h.stats,
+            &h.handle,
+        );
+        if asked {
+            // What the engine does: the changes that take effect at once are applied now.
+            let applied = h.handle.apply_tuned_now(0, s.tasks as usize);
+            mixed |= !applied.is_empty();
+            h.tuner.applied(&applied);
+            h.decisions.extend(applied.into_iter().map(|a| a.decision));
+        }
+    }
+    h.tuner.close_midway(span(1600, 460.0), 0, &h.handle);
+    let current = h.handle.current();
+    let mut obs = measured(0, 4, &p, Some(460.0));
+    obs.facts.mixed = mixed;
+    h.tuner.observe(&obs, &current, POOL, &h.stats, &h.handle);
+    h.index = 1;
+    // Iterations 1 to 3 run with tile 2, each a fifth faster than iteration 0.
+    for _ in 0..3 {
+        h.step(|i, n| measured(i, n, &p, Some(370.0)));
+    }
+    let tiles: Vec<_> = h.decisions.iter().filter(|d| d.tunable == "tile").collect();
+    assert_eq!(tiles.len(), 1, "{tiles:#?}");
+    assert_eq!((tiles[0].iteration, tiles[0].to.as_i64()), (1, Some(2)));
+    assert_eq!(tiles[0].tasks_done, None, "{:?}", tiles[0]);
+    assert_eq!(h.handle.value(tile), 2);
+}

@@ -3,7 +3,9 @@
 //!
 //! The master reads one [`Tunables`] value at every iteration boundary. Changes requested in the
 //! meantime — by the tuner, the application or an external controller — wait in a
-//! [`TunablesHandle`] and take effect together at the next boundary, never mid-iteration.
+//! [`TunablesHandle`] and take effect together at the next boundary; only the tuner's changes
+//! of a tunable that takes effect inside an iteration ([`TakesEffect`]) are applied at a
+//! checkpoint.
 
 use std::fmt;
 use std::marker::PhantomData;
@@ -65,6 +67,35 @@ impl Tunable {
             Tunable::Nworkers => Some("nworkers"),
             Tunable::Factor => Some("factor"),
             Tunable::Policy => Some("policy"),
+            Tunable::Declared(_) => None,
+        }
+    }
+}
+
+/// When a change of a tunable takes effect: the tuner judges a change only on the work done
+/// once it has, so a change made inside an iteration is judged on the tasks that follow it only
+/// when those tasks run with the new value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TakesEffect {
+    /// At once: the tasks answered from then on run with it (`nworkers`: workers join or leave
+    /// when it changes).
+    AtOnce,
+    /// With the next chunk cut (`factor`, `policy`: the policy plans the tasks not yet cut
+    /// anew).
+    NextChunk,
+    /// At the next iteration boundary: a value the program reads in `partition` or hands to
+    /// the workers in the shared part. A change the tuner asks for inside an iteration waits
+    /// for the boundary, and is judged on the iterations that run with it.
+    NextIteration,
+}
+
+impl Tunable {
+    /// When a change of a built-in tunable takes effect; `None` for a declared one (see
+    /// [`TunablesHandle::takes_effect`]).
+    pub fn built_in_takes_effect(self) -> Option<TakesEffect> {
+        match self {
+            Tunable::Nworkers => Some(TakesEffect::AtOnce),
+            Tunable::Factor | Tunable::Policy => Some(TakesEffect::NextChunk),
             Tunable::Declared(_) => None,
         }
     }
@@ -158,6 +189,7 @@ struct Declared {
     max: f64,
     whole: bool,
     value: f64,
+    takes_effect: TakesEffect,
 }
 
 impl Declared {
@@ -469,6 +501,15 @@ impl State {
         }
     }
 
+    fn takes_effect(&self, tunable: Tunable) -> TakesEffect {
+        match tunable {
+            Tunable::Declared(id) => self.declared[id.0].takes_effect,
+            _ => tunable
+                .built_in_takes_effect()
+                .unwrap_or(TakesEffect::NextIteration),
+        }
+    }
+
     fn find(&self, name: &str) -> Result<Tunable> {
         Tunable::BUILT_IN
             .into_iter()
@@ -588,6 +629,10 @@ impl TunablesHandle {
     ///
     /// The example in [`crate::tuning`] runs a program whose tunlet tunes such a tunable.
     ///
+    /// A change takes effect at the next iteration boundary
+    /// ([`TakesEffect::NextIteration`]); [`declare_with`](TunablesHandle::declare_with) says
+    /// otherwise.
+    ///
     /// # Errors
     /// When `name` is taken (by a runtime tunable or an earlier declaration), is not one word
     /// of letters, digits, `_` or `-`, or `start` lies outside `range`.
@@ -596,6 +641,23 @@ impl TunablesHandle {
         name: &str,
         start: T,
         range: RangeInclusive<T>,
+    ) -> Result<TunableId<T>> {
+        self.declare_with(name, start, range, TakesEffect::NextIteration)
+    }
+
+    /// Declares a tunable as [`declare`](TunablesHandle::declare) does, whose changes take
+    /// effect as `takes_effect` says: [`TakesEffect::AtOnce`] or [`TakesEffect::NextChunk`]
+    /// for a value the program reads as it goes (in `more_tasks`, say), so that a change the
+    /// tuner makes inside an iteration is applied there and judged on the tasks that follow.
+    ///
+    /// # Errors
+    /// As [`declare`](TunablesHandle::declare).
+    pub fn declare_with<T: TunableValue>(
+        &self,
+        name: &str,
+        start: T,
+        range: RangeInclusive<T>,
+        takes_effect: TakesEffect,
     ) -> Result<TunableId<T>> {
         let mut state = self.lock();
         if state.find(name).is_ok() {
@@ -617,6 +679,7 @@ impl TunablesHandle {
             max: range.end().to_f64(),
             whole: T::WHOLE,
             value: start.to_f64(),
+            takes_effect,
         };
         declared.check(declared.value)?;
         state.declared.push(declared);
@@ -647,6 +710,11 @@ impl TunablesHandle {
             },
             Tunable::Declared(id) => state.declared[id.0].value,
         }
+    }
+
+    /// When a change of `tunable` takes effect.
+    pub fn takes_effect(&self, tunable: Tunable) -> TakesEffect {
+        self.lock().takes_effect(tunable)
     }
 
     /// A tunable's name: the well-known one, or the one it was declared with.
@@ -798,13 +866,16 @@ impl TunablesHandle {
         applied
     }
 
-    /// Applies the tuner's queued changes at once, inside `iteration` with `tasks_done` of its
-    /// tasks done; requests from the application or from outside wait for the boundary.
+    /// Applies the tuner's queued changes that take effect inside an iteration, at once, inside
+    /// `iteration` with `tasks_done` of its tasks done; those that take effect at the next
+    /// iteration, and requests from the application or from outside, wait for the boundary.
     pub(crate) fn apply_tuned_now(&self, iteration: usize, tasks_done: usize) -> Vec<Applied> {
         let mut state = self.lock();
-        let (tuned, others): (Vec<_>, Vec<_>) = std::mem::take(&mut state.pending)
-            .into_iter()
-            .partition(|(_, why)| why.source == Source::Tuner);
+        let pending = std::mem::take(&mut state.pending);
+        let (tuned, others): (Vec<_>, Vec<_>) = pending.into_iter().partition(|(change, why)| {
+            why.source == Source::Tuner
+                && state.takes_effect(change.tunable()) != TakesEffect::NextIteration
+        });
         state.pending = others;
         let mut applied = Vec::new();
         for (change, why) in &tuned {
