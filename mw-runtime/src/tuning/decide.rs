@@ -6,7 +6,8 @@
 use std::collections::VecDeque;
 
 use super::Span;
-use crate::tunables::{Change, Tunable, TunableId, TunableValue};
+use crate::policy::PolicyChoice;
+use crate::tunables::{Change, Tunable, TunableId, TunableValue, policy_number};
 
 /// Relative gain below which no proposal is acted on, however quiet the measurements.
 pub(crate) const MIN_GAIN: f64 = 0.03;
@@ -45,8 +46,9 @@ pub struct Proposal {
 }
 
 impl Proposal {
-    /// Proposes `value` for the declared tunable `id`, predicting that the iterations take
-    /// `gain` (a fraction, `0.1` for 10 %) less time with it; `reason` is logged with the
+    /// Proposes `value` for the tunable `id` (a built-in one, [`TunableId::FACTOR`] or
+    /// [`TunableId::NWORKERS`], or one the program declared), predicting that the iterations
+    /// take `gain` (a fraction, `0.1` for 10 %) less time with it; `reason` is logged with the
     /// decision if the proposal becomes one.
     pub fn new<T: TunableValue>(
         id: TunableId<T>,
@@ -68,9 +70,29 @@ impl Proposal {
         }
     }
 
+    /// Proposes the policy `policy`, as [`new`](Proposal::new) proposes a number.
+    pub fn policy(policy: impl Into<PolicyChoice>, gain: f64, reason: impl Into<String>) -> Self {
+        let policy = policy.into();
+        Proposal {
+            to: policy_number(&policy),
+            change: Change::Policy(policy),
+            from: f64::NAN,
+            gain,
+            sensitivity: 1.0,
+            predicted_ms: f64::NAN,
+            miss: 0.0,
+            explanation: Explanation::Declared(reason.into()),
+        }
+    }
+
     /// The tunable it is for.
     pub fn tunable(&self) -> Tunable {
         self.change.tunable()
+    }
+
+    /// The change it proposes.
+    pub fn change(&self) -> &Change {
+        &self.change
     }
 
     /// The predicted relative gain.

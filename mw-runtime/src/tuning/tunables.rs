@@ -105,11 +105,39 @@ impl Tunable {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct DeclaredId(usize);
 
-/// A typed handle on a tunable the program declared with [`TunablesHandle::declare`]: read its
-/// value with [`TunablesHandle::value`], propose one from a [`Tunlet`](crate::tuning::Tunlet).
+/// A typed handle on a numeric tunable: a built-in one ([`TunableId::FACTOR`],
+/// [`TunableId::NWORKERS`]) or one the program declared with [`TunablesHandle::declare`]. Read
+/// its value with [`TunablesHandle::value`] (or [`TunerView::value`](crate::tuning::TunerView::value)),
+/// propose one from a [`Tunlet`](crate::tuning::Tunlet) with
+/// [`Proposal::new`](crate::tuning::Proposal::new). (`policy` is not a number: a tunlet proposes
+/// it with [`Proposal::policy`](crate::tuning::Proposal::policy).)
 pub struct TunableId<T> {
-    index: usize,
+    tunable: Numeric,
     kind: PhantomData<fn() -> T>,
+}
+
+/// The numeric tunables.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Numeric {
+    Nworkers,
+    Factor,
+    Declared(DeclaredId),
+}
+
+impl TunableId<i64> {
+    /// `nworkers`: workers taking part, from 1 to the pool.
+    pub const NWORKERS: TunableId<i64> = TunableId {
+        tunable: Numeric::Nworkers,
+        kind: PhantomData,
+    };
+}
+
+impl TunableId<f64> {
+    /// `factor`: how work is cut into chunks, in `(0, 1]`.
+    pub const FACTOR: TunableId<f64> = TunableId {
+        tunable: Numeric::Factor,
+        kind: PhantomData,
+    };
 }
 
 impl<T> Clone for TunableId<T> {
@@ -122,25 +150,35 @@ impl<T> Copy for TunableId<T> {}
 
 impl<T> fmt::Debug for TunableId<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "TunableId({})", self.index)
+        write!(f, "TunableId({:?})", self.tunable)
     }
 }
 
 impl<T> PartialEq for TunableId<T> {
     fn eq(&self, other: &Self) -> bool {
-        self.index == other.index
+        self.tunable == other.tunable
     }
 }
 
 impl<T: TunableValue> TunableId<T> {
     /// The tunable this handle names.
     pub fn tunable(self) -> Tunable {
-        Tunable::Declared(DeclaredId(self.index))
+        match self.tunable {
+            Numeric::Nworkers => Tunable::Nworkers,
+            Numeric::Factor => Tunable::Factor,
+            Numeric::Declared(id) => Tunable::Declared(id),
+        }
     }
 
-    /// The change that sets this tunable to `value`.
+    /// The change that sets this tunable to `value` (a negative worker count as 0, which the
+    /// range check refuses).
     pub fn change(self, value: T) -> Change {
-        Change::Declared(DeclaredId(self.index), value.to_f64())
+        let v = value.to_f64();
+        match self.tunable {
+            Numeric::Nworkers => Change::Nworkers(v.max(0.0) as usize),
+            Numeric::Factor => Change::Factor(v),
+            Numeric::Declared(id) => Change::Declared(id, v),
+        }
     }
 }
 
@@ -296,6 +334,17 @@ impl Change {
             Change::Policy(p) => p.to_string().into(),
             Change::Declared(_, v) => (*v).into(),
         }
+    }
+}
+
+/// A policy as the tuner holds it, a number: its place in [`PolicyName::ALL`], one past them
+/// for a registered one.
+pub(crate) fn policy_number(policy: &PolicyChoice) -> f64 {
+    match policy {
+        PolicyChoice::BuiltIn(name) => {
+            PolicyName::ALL.iter().position(|p| p == name).unwrap_or(0) as f64
+        }
+        PolicyChoice::Registered(_) => PolicyName::ALL.len() as f64,
     }
 }
 
@@ -684,14 +733,14 @@ impl TunablesHandle {
         declared.check(declared.value)?;
         state.declared.push(declared);
         Ok(TunableId {
-            index: state.declared.len() - 1,
+            tunable: Numeric::Declared(DeclaredId(state.declared.len() - 1)),
             kind: PhantomData,
         })
     }
 
-    /// The value in force of a tunable the program declared.
+    /// The value in force of a numeric tunable: a built-in one or one the program declared.
     pub fn value<T: TunableValue>(&self, id: TunableId<T>) -> T {
-        T::from_f64(self.lock().declared[id.index].value)
+        T::from_f64(self.number(id.tunable()))
     }
 
     /// The value in force of any tunable, as the tuner holds it: `nworkers` and `factor` as
@@ -701,13 +750,7 @@ impl TunablesHandle {
         match tunable {
             Tunable::Nworkers => state.current.nworkers as f64,
             Tunable::Factor => state.current.factor,
-            Tunable::Policy => match &state.current.policy {
-                PolicyChoice::BuiltIn(policy) => PolicyName::ALL
-                    .iter()
-                    .position(|p| p == policy)
-                    .unwrap_or(0) as f64,
-                PolicyChoice::Registered(_) => PolicyName::ALL.len() as f64,
-            },
+            Tunable::Policy => policy_number(&state.current.policy),
             Tunable::Declared(id) => state.declared[id.0].value,
         }
     }
@@ -804,6 +847,14 @@ impl TunablesHandle {
         state.pending.retain(|(c, _)| c.tunable() != tunable);
         state.pending.push((change, why));
         Ok(())
+    }
+
+    /// Whether `change` is valid: its value within its tunable's range.
+    ///
+    /// # Errors
+    /// As [`request`](TunablesHandle::request) for an invalid value.
+    pub(crate) fn check(&self, change: &Change) -> Result<()> {
+        self.lock().checked(change.clone()).map(drop)
     }
 
     /// Queues a change the tuner proposes, unless the application or an external controller
