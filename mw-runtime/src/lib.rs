@@ -64,7 +64,6 @@ mod args;
 mod clock;
 pub mod codec;
 pub mod config;
-pub mod control;
 mod engine;
 mod error;
 pub mod fault;
@@ -84,7 +83,6 @@ mod status;
 mod summary;
 mod trace;
 mod transport;
-pub mod tunables;
 pub mod tuning;
 
 pub use app::{Flow, Iteration, Master, Setup, TaskError, TaskId, Work, Worker, WorkerSetup};
@@ -103,8 +101,10 @@ pub use output::{check_output, write_output};
 pub use policy::{PolicyChoice, PolicyName};
 pub use run::{Report, run, run_config, run_with};
 pub use status::report_exit_status;
-pub use tunables::{Change, Decision, Tunable, TunableId, Tunables, TunablesHandle};
+pub use tunables::{Change, Decision, TakesEffect, Tunable, TunableId, Tunables, TunablesHandle};
+// `tuning/` owns the tunables and the control endpoint; their paths from the root stay.
 pub use tuning::simulate;
+pub use tuning::{control, tunables};
 
 /// The rsmpi crate, for programs that initialize MPI themselves: when MPI is already initialized,
 /// runs use it and leave finalizing to the program, so one process can run several times.

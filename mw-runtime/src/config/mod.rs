@@ -18,10 +18,9 @@ use crate::policy::{PolicyChoice, PolicyName};
 use crate::tunables::{Tunables, check_factor};
 
 mod faults;
-mod tuning;
 
+pub use crate::tuning::config::{Objective, TuneMode, TuningConfig, TuningSection};
 pub use faults::{BACKUP_MARGIN, FaultConfig, MAX_TASK_RETRIES, OnTaskFailure};
-pub use tuning::{Objective, TuneMode, TuningConfig, TuningSection};
 
 /// How the master sends messages; the performance model has a branch for each.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, ValueEnum)]

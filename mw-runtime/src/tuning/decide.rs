@@ -6,7 +6,8 @@
 use std::collections::VecDeque;
 
 use super::Span;
-use crate::tunables::{Change, Tunable, TunableId, TunableValue};
+use crate::policy::PolicyChoice;
+use crate::tunables::{Change, Tunable, TunableId, TunableValue, policy_number};
 
 /// Relative gain below which no proposal is acted on, however quiet the measurements.
 pub(crate) const MIN_GAIN: f64 = 0.03;
@@ -45,8 +46,9 @@ pub struct Proposal {
 }
 
 impl Proposal {
-    /// Proposes `value` for the declared tunable `id`, predicting that the iterations take
-    /// `gain` (a fraction, `0.1` for 10 %) less time with it; `reason` is logged with the
+    /// Proposes `value` for the tunable `id` (a built-in one, [`TunableId::FACTOR`] or
+    /// [`TunableId::NWORKERS`], or one the program declared), predicting that the iterations
+    /// take `gain` (a fraction, `0.1` for 10 %) less time with it; `reason` is logged with the
     /// decision if the proposal becomes one.
     pub fn new<T: TunableValue>(
         id: TunableId<T>,
@@ -68,9 +70,29 @@ impl Proposal {
         }
     }
 
+    /// Proposes the policy `policy`, as [`new`](Proposal::new) proposes a number.
+    pub fn policy(policy: impl Into<PolicyChoice>, gain: f64, reason: impl Into<String>) -> Self {
+        let policy = policy.into();
+        Proposal {
+            to: policy_number(&policy),
+            change: Change::Policy(policy),
+            from: f64::NAN,
+            gain,
+            sensitivity: 1.0,
+            predicted_ms: f64::NAN,
+            miss: 0.0,
+            explanation: Explanation::Declared(reason.into()),
+        }
+    }
+
     /// The tunable it is for.
     pub fn tunable(&self) -> Tunable {
         self.change.tunable()
+    }
+
+    /// The change it proposes.
+    pub fn change(&self) -> &Change {
+        &self.change
     }
 
     /// The predicted relative gain.
@@ -186,9 +208,13 @@ pub(crate) struct Trial {
     pub conditions: Conditions,
     /// Whether the engine has applied it yet.
     pub applied: bool,
-    /// Where a change made inside an iteration began: it is judged on the tasks that follow
-    /// it in that iteration, against the stretch of the iteration before it.
+    /// Where a change made inside an iteration that takes effect there began: it is judged on
+    /// the tasks that follow it in that iteration, against the stretch of the iteration before
+    /// it.
     pub midway: Option<Span>,
+    /// The iteration it was asked for in: at its end, or inside it for a change that waits for
+    /// the next boundary.
+    pub requested: usize,
 }
 
 /// What became of a trial.
@@ -463,6 +489,7 @@ impl Decider {
     /// iterations the proposal held for.
     /// A change made inside an iteration (`midway`: where, with the score of the stretch before
     /// it) has that score as its baseline instead.
+    #[allow(clippy::too_many_arguments)]
     pub fn start(
         &mut self,
         proposal: &Proposal,
@@ -471,6 +498,7 @@ impl Decider {
         conditions: Conditions,
         persistence: usize,
         midway: Option<(Span, f64)>,
+        requested: usize,
     ) {
         let (baseline, baseline_ms) = match midway {
             Some((_, score)) => (score, f64::NAN),
@@ -494,6 +522,7 @@ impl Decider {
             conditions,
             applied: false,
             midway: midway.map(|(span, _)| span),
+            requested,
         });
     }
 
@@ -615,11 +644,29 @@ impl Decider {
         }
     }
 
-    /// A change asked for at the last boundary that did not take effect (another request for
-    /// the same tunable won, or the value was already in force) is not watched.
-    pub fn drop_unapplied(&mut self) {
-        if self.trial.as_ref().is_some_and(|t| !t.applied) {
+    /// A change asked for before iteration `index` that did not take effect at its start
+    /// (another request for the same tunable won, or the value was already in force) is not
+    /// watched. One asked for inside `index`, waiting for the boundary, still is.
+    pub fn drop_unapplied(&mut self, index: usize) {
+        if self
+            .trial
+            .as_ref()
+            .is_some_and(|t| !t.applied && t.requested < index)
+        {
             self.trial = None;
+        }
+    }
+
+    /// The tuner's change of `tunable` took effect: its trial starts. One judged over whole
+    /// iterations takes as its baseline the last `persistence` iterations before it.
+    pub fn took_effect(&mut self, tunable: Tunable, persistence: usize) {
+        let baseline = self.baseline(persistence);
+        let Some(trial) = self.trial.as_mut().filter(|t| t.tunable == tunable) else {
+            return;
+        };
+        trial.applied = true;
+        if let (None, Some((score, ms))) = (trial.midway, baseline) {
+            (trial.baseline, trial.baseline_ms) = (score, ms);
         }
     }
 

@@ -3,12 +3,13 @@
 
 use serde_json::json;
 
+use super::TunerView;
 use super::decide::{CONDITIONS_CHANGED, Explanation, MIN_GAIN, Proposal};
 use super::estimate::{Estimate, Inputs};
 use super::simulate::{SimWorker, Spec, simulate};
 use crate::config::Protocol;
-use crate::measure::{Observation, TaskStats};
-use crate::policy::PolicyName;
+use crate::measure::TaskStats;
+use crate::policy::{PolicyChoice, PolicyName};
 use crate::tunables::Change;
 
 /// The factors tried: 0.1, 0.2, …, 1.0.
@@ -38,6 +39,31 @@ pub(crate) struct Setting<'a> {
     pub stats: &'a TaskStats,
 }
 
+impl<'a> Setting<'a> {
+    /// The setting a look is for.
+    pub(crate) fn of(
+        look: &super::Look<'a>,
+        min_chunk: usize,
+        protocol: Protocol,
+        prefetch: usize,
+    ) -> Self {
+        Setting {
+            tasks: look.remaining,
+            workers: look.obs.facts.workers,
+            factor: look.current.factor,
+            // A registered policy is `auto`'s choice: the factor tunlet leaves it alone.
+            policy: match &look.current.policy {
+                PolicyChoice::BuiltIn(name) => *name,
+                PolicyChoice::Registered(_) => PolicyName::Auto,
+            },
+            min_chunk,
+            protocol,
+            prefetch,
+            stats: look.stats,
+        }
+    }
+}
+
 /// The measured speed of the workers that will take part: the first `n` that took part in the
 /// last iterations, each with its own mean and deviation; any missing one gets the pooled values.
 pub(crate) fn sim_workers(est: &Estimate, n: usize) -> Vec<SimWorker> {
@@ -59,6 +85,8 @@ pub(crate) fn sim_workers(est: &Estimate, n: usize) -> Vec<SimWorker> {
     workers
 }
 
+/// What the tunlets simulate: the setting's tasks on `workers`, cut with `factor`, with the
+/// link, the bytes and the master's time as estimated.
 pub(crate) fn spec<'a>(
     est: &Estimate,
     s: &Setting<'a>,
@@ -133,14 +161,22 @@ pub(crate) struct Key {
 }
 
 impl Key {
-    pub(crate) fn new(est: &Estimate, s: &Setting<'_>, workers: &[SimWorker]) -> Key {
-        let (mo, k) = est.link.map_or((0.0, 0.0), |l| (l.mo_ms, l.k_ms_per_byte));
-        let task = est.now.task_ms.max(f64::MIN_POSITIVE);
-        let bytes = est.now.to_per_task + est.now.from_per_task + 1.0;
+    /// The key of simulating `s` (its policy as `policy`) on `workers` with the inputs as
+    /// measured: `now`, the shared part's bytes, `mo` and `k`.
+    pub(crate) fn new(
+        s: &Setting<'_>,
+        policy: PolicyName,
+        now: &Inputs,
+        shared_bytes: f64,
+        (mo, k): (f64, f64),
+        workers: &[SimWorker],
+    ) -> Key {
+        let task = now.task_ms.max(f64::MIN_POSITIVE);
+        let bytes = now.to_per_task + now.from_per_task + 1.0;
         Key {
             exact: (
                 workers.len(),
-                s.policy,
+                policy,
                 s.factor.to_bits(),
                 s.min_chunk,
                 s.protocol,
@@ -148,12 +184,12 @@ impl Key {
             pooled: vec![
                 (s.tasks as f64, 1.0),
                 (task, task),
-                (est.now.task_sd_ms, task),
-                (est.now.to_per_task, bytes),
-                (est.now.from_per_task, bytes),
-                (est.shared_bytes, bytes),
-                (est.now.recover_per_task_ms, task),
-                (est.now.serial_ms, task),
+                (now.task_sd_ms, task),
+                (now.to_per_task, bytes),
+                (now.from_per_task, bytes),
+                (shared_bytes, bytes),
+                (now.recover_per_task_ms, task),
+                (now.serial_ms, task),
                 (mo, task),
                 (k * bytes, task),
             ],
@@ -196,18 +232,41 @@ impl FactorTunlet {
     /// current one. Ties keep the current factor, then prefer the larger factor (fewer chunks).
     /// `inside` an iteration or at its boundary: only at a boundary does the simulation of the
     /// factor in force describe the iteration measured.
-    pub fn propose_at(
-        &mut self,
-        est: &Estimate,
-        obs: &Observation,
-        s: &Setting<'_>,
-        inside: bool,
-    ) -> Option<Proposal> {
-        if !s.policy.uses_factor() || s.tasks == 0 {
+    ///
+    /// It reads nothing but the public [`TunerView`], as a program's tunlet would.
+    pub fn propose_at(&mut self, view: &TunerView<'_>) -> Option<Proposal> {
+        // A registered policy is `auto`'s choice: the factor tunlet leaves it alone.
+        let policy = match view.policy() {
+            PolicyChoice::BuiltIn(name) => *name,
+            PolicyChoice::Registered(_) => return None,
+        };
+        let tasks = view.tasks();
+        if !policy.uses_factor() || tasks == 0 {
             return None;
         }
-        let workers = sim_workers(est, s.workers.min(s.tasks).max(1));
-        let key = Key::new(est, s, &workers);
+        let workers = view.simulated_workers(view.workers().min(tasks).max(1));
+        let setting = Setting {
+            tasks,
+            workers: view.workers(),
+            factor: view.factor(),
+            policy,
+            min_chunk: view.min_chunk(),
+            protocol: view.protocol(),
+            prefetch: view.prefetch(),
+            stats: &TaskStats::default(),
+        };
+        let link = (
+            view.mo_ms().unwrap_or(0.0),
+            view.k_ms_per_byte().unwrap_or(0.0),
+        );
+        let key = Key::new(
+            &setting,
+            policy,
+            &view.inputs(),
+            view.shared_bytes(),
+            link,
+            &workers,
+        );
         let reused = self
             .last
             .as_ref()
@@ -216,8 +275,8 @@ impl FactorTunlet {
             let moved = self.last.as_ref().is_none_or(|last| {
                 let apart = |a: f64, b: f64| (a - b).abs() > CONDITIONS_CHANGED * a.max(b);
                 last.key.exact != key.exact
-                    || apart(last.tasks as f64, s.tasks as f64)
-                    || apart(last.task_ms, est.now.task_ms)
+                    || apart(last.tasks as f64, tasks as f64)
+                    || apart(last.task_ms, view.task_ms())
                     || apart(last.key.slower_half(), key.slower_half())
             });
             if self.rest > 0 && !moved {
@@ -227,33 +286,33 @@ impl FactorTunlet {
             if moved {
                 self.backoff = 0;
             }
-            let seed = obs.facts.index as u64;
-            let time = |factor| simulate(&spec(est, s, &workers, factor), seed, REPS);
+            let seed = view.iteration() as u64;
+            let time = |factor| simulate(&view.simulation(&workers, policy, factor), seed, REPS);
             let candidates: Vec<(f64, f64)> =
                 CANDIDATES.iter().rev().map(|&f| (f, time(f))).collect();
             // The factor in force is usually a candidate: simulated once.
-            let now = match candidates.iter().find(|c| c.0 == s.factor) {
+            let now = match candidates.iter().find(|c| c.0 == view.factor()) {
                 Some(&(_, t)) => t,
-                None => time(s.factor),
+                None => time(view.factor()),
             };
             self.simulations += 1;
             self.last = Some(Simulated {
                 key,
-                tasks: s.tasks,
-                task_ms: est.now.task_ms,
+                tasks,
+                task_ms: view.task_ms(),
                 now,
                 candidates,
             });
         }
         let last = self.last.as_ref()?;
         // Simulated for a task count within a tenth of this one: each time in proportion.
-        let scale = s.tasks as f64 / last.tasks.max(1) as f64;
+        let scale = tasks as f64 / last.tasks.max(1) as f64;
         let candidates: Vec<(f64, f64)> = last
             .candidates
             .iter()
             .map(|&(f, t)| (f, t * scale))
             .collect();
-        let proposal = propose_from(est, obs, s, last.now * scale, &candidates, inside);
+        let proposal = propose_from(view, policy, last.now * scale, &candidates);
         if !reused {
             let worth = proposal
                 .as_ref()
@@ -272,14 +331,13 @@ impl FactorTunlet {
 /// The proposal from simulated times: the current factor's, and every candidate's (largest
 /// first, so that ties keep the current factor, then the larger).
 fn propose_from(
-    est: &Estimate,
-    obs: &Observation,
-    s: &Setting<'_>,
+    view: &TunerView<'_>,
+    policy: PolicyName,
     now: f64,
     candidates: &[(f64, f64)],
-    inside: bool,
 ) -> Option<Proposal> {
-    let mut best = (s.factor, now);
+    let current = view.factor();
+    let mut best = (current, now);
     for &(f, t) in candidates {
         if t < best.1 {
             best = (f, t);
@@ -287,7 +345,7 @@ fn propose_from(
     }
     let simulated = candidates.to_vec();
     let (factor, time) = best;
-    if factor == s.factor || now.is_nan() || now <= 0.0 {
+    if factor == current || now.is_nan() || now <= 0.0 {
         return None;
     }
     let gain = 1.0 - time / now;
@@ -295,34 +353,39 @@ fn propose_from(
     // model's time at the current factor by the simulated gain. (Adding the simulated
     // difference instead can go below zero when the simulation sees a load imbalance the
     // balanced model does not.)
-    let base = est
-        .predict(s.tasks, s.workers, s.protocol)
-        .unwrap_or(obs.facts.time_ms);
+    let tasks = view.tasks();
+    let base = view
+        .predicted_ms(tasks, view.workers())
+        .unwrap_or(view.iteration_ms());
     let predicted_ms = base * (1.0 - gain);
     // At a boundary the simulation of the factor in force is of the iteration just measured:
     // how far it missed bounds what its differences can be trusted for. Over the larger of the
     // two, so that it stays below 1: a simulation that leaves out time the iteration spent
     // (an underestimate) still lets a large enough gain through.
-    let measured = obs.facts.time_ms;
-    let miss = if !inside && s.tasks == obs.facts.tasks && !obs.facts.mixed && measured > 0.0 {
+    let measured = view.iteration_ms();
+    let miss = if !view.inside_iteration()
+        && tasks == view.measured_tasks()
+        && !view.mixed()
+        && measured > 0.0
+    {
         (now - measured).abs() / now.max(measured)
     } else {
         0.0
     };
     let account = FactorSimulation {
-        policy: s.policy,
-        tasks: s.tasks,
-        workers: s.workers,
-        inputs: est.now,
-        mo_ms: est.link.map_or(0.0, |l| l.mo_ms),
-        k_ms_per_byte: est.link.map_or(0.0, |l| l.k_ms_per_byte),
+        policy,
+        tasks,
+        workers: view.workers(),
+        inputs: view.inputs(),
+        mo_ms: view.mo_ms().unwrap_or(0.0),
+        k_ms_per_byte: view.k_ms_per_byte().unwrap_or(0.0),
         simulated,
-        current: (s.factor, now),
+        current: (current, now),
         best: (factor, time),
     };
     Some(Proposal {
         change: Change::Factor(factor),
-        from: s.factor,
+        from: current,
         to: factor,
         gain,
         sensitivity: 1.0,

@@ -1,5 +1,5 @@
-//! The in-process tuner (the papers' MATE analyzer). The external control endpoint is
-//! [`crate::control`].
+//! Tuning: the tunables ([`tunables`]), their configuration ([`config`]), the in-process tuner
+//! (the papers' MATE analyzer) and the external control endpoint ([`control`]).
 //!
 //! At every iteration boundary the engine hands the tuner the iteration's `Observation`
 //! (measure points, see [`crate::measure`]). The tuner folds it into a smoothed `Estimate` of
@@ -8,12 +8,15 @@
 //! `workers` evaluates the performance model over the range of worker counts, and with
 //! `--policy auto` `policy` simulates it under every policy of the portfolio. A proposal
 //! becomes a change only through the `decide` rules: persistence, a gain above noise,
-//! hysteresis. Changes are requested through the [`TunablesHandle`], so they take effect at the
-//! next boundary like any other, and are logged as decisions with their reason.
+//! hysteresis. Changes are requested through the [`TunablesHandle`], take effect when their
+//! tunable says ([`TakesEffect`]), are judged on the work done with them, and are logged as
+//! decisions with their reason.
 //!
 //! Before an iteration's results come back, the tuner also predicts its time (`predicted_ms`),
 //! from the measurements of the iterations before it. See `README.md` beside this file.
 
+pub mod config;
+pub mod control;
 mod decide;
 mod estimate;
 mod factor;
@@ -21,6 +24,8 @@ mod machine;
 mod policy;
 mod queue;
 pub mod simulate;
+pub mod tunables;
+mod view;
 mod workers;
 
 #[cfg(test)]
@@ -28,14 +33,15 @@ mod tests;
 
 pub use decide::Proposal;
 pub use machine::Layout;
+pub use view::{TunerView, TunerViewBuilder};
 
 use std::fmt;
 
 use crate::config::{Objective, Protocol, RunConfig, TuningConfig};
 use crate::measure::{Moments, Observation, TaskStats};
-use crate::policy::{PolicyChoice, PolicyName, Registry};
+use crate::policy::{PolicyName, Registry};
 use crate::tunables::{
-    Applied, Change, Source, Tunable, TunableId, TunableValue, Tunables, TunablesHandle, Why,
+    Applied, Change, Source, TakesEffect, Tunable, Tunables, TunablesHandle, Why,
 };
 use decide::{Conditions, Decider, Evidence, Verdict};
 use estimate::Estimate;
@@ -69,6 +75,10 @@ pub(crate) struct Tuner {
     looked: bool,
     /// The policies the program registered: with `--policy auto`, candidates too.
     policies: Registry,
+    /// Whether warnings are left unsaid (`--quiet`).
+    quiet: bool,
+    /// Why proposals were dropped, each said once.
+    dropped: Vec<String>,
 }
 
 impl Tuner {
@@ -88,6 +98,8 @@ impl Tuner {
             mark: Span::default(),
             looked: false,
             policies: Registry::default(),
+            quiet: config.quiet,
+            dropped: Vec::new(),
         }
     }
 
@@ -112,22 +124,18 @@ impl Tuner {
         if applied.is_empty() {
             return;
         }
-        self.decider.settings_changed();
-        self.decider.reset_streaks();
+        // The trial's baseline is what ran before the change took effect: read before the
+        // scores are cleared.
         for a in applied {
             match a.source {
-                Source::Tuner => {
-                    if let Some(trial) = &mut self.decider.trial {
-                        if trial.tunable == a.tunable {
-                            trial.applied = true;
-                        }
-                    }
-                }
+                Source::Tuner => self.decider.took_effect(a.tunable, self.config.persistence),
                 Source::Application | Source::External => {
                     self.decider.abandon(a.tunable);
                 }
             }
         }
+        self.decider.settings_changed();
+        self.decider.reset_streaks();
     }
 
     /// The predicted time of an iteration of `tasks` tasks with `workers` workers, made before
@@ -156,7 +164,7 @@ impl Tuner {
         stats: &TaskStats,
         handle: &TunablesHandle,
     ) {
-        self.decider.drop_unapplied();
+        self.decider.drop_unapplied(obs.facts.index);
         let residual = self.estimate.update(obs, self.protocol);
         // An iteration whose settings changed midway describes no single setting: neither a
         // baseline nor a trial's evidence (a midway trial was judged on its own stretch).
@@ -376,33 +384,20 @@ impl Tuner {
             tasks: look.iteration_tasks as f64,
             bytes_per_task: (obs.bytes_to + obs.bytes_from) as f64 / done,
         };
-        let setting = factor::Setting {
-            tasks: look.remaining,
-            workers: obs.facts.workers,
-            factor: current.factor,
-            // A registered policy is `auto`'s choice: the factor tunlet leaves it alone.
-            policy: match current.policy {
-                PolicyChoice::BuiltIn(name) => name,
-                PolicyChoice::Registered(_) => PolicyName::Auto,
-            },
-            min_chunk: self.min_chunk,
-            protocol: self.protocol,
-            prefetch: self.prefetch,
-            stats: look.stats,
-        };
+        let setting = factor::Setting::of(look, self.min_chunk, self.protocol, self.prefetch);
         let (lo, hi) = self.config.range(healthy.max(1));
         let view = TunerView {
             look,
             setting: &setting,
             range: workers::Range { lo, hi },
             objective: self.objective,
-            protocol: self.protocol,
             nworkers: current.nworkers.min(healthy).max(1),
             handle,
             registered: &self.policies,
         };
         let mode = self.config.mode;
         let mut chosen = None;
+        let mut dropped = Vec::new();
         for tunlet in &mut self.tunlets {
             let tunable = tunlet.tunable();
             let allowed = match tunable {
@@ -413,21 +408,23 @@ impl Tuner {
             } && !held.contains(&tunable);
             let proposal = if allowed {
                 tunlet.propose(&view).and_then(|mut p| {
+                    if let Err(why) = acceptable(&p, tunable, handle) {
+                        dropped.push(why);
+                        return None;
+                    }
                     // A program's tunlet says what it proposes; the tuner knows the rest.
-                    (p.change.tunable() == tunable).then(|| {
-                        if p.from.is_nan() {
-                            p.from = handle.number(tunable);
-                        }
-                        if p.predicted_ms.is_nan() {
-                            p.predicted_ms = obs.facts.time_ms * (1.0 - p.gain);
-                        }
-                        p
-                    })
+                    if p.from.is_nan() {
+                        p.from = handle.number(tunable);
+                    }
+                    if p.predicted_ms.is_nan() {
+                        p.predicted_ms = obs.facts.time_ms * (1.0 - p.gain);
+                    }
+                    Some(p)
                 })
             } else {
                 None
             };
-            let proposal = proposal.filter(|p| p.to != p.from && p.gain.is_finite());
+            let proposal = proposal.filter(|p| p.to != p.from);
             let strong = proposal.as_ref().is_some_and(|p| {
                 p.gain > self.decider.bar(p)
                     && self.decider.blocked(p, index, &conditions).is_none()
@@ -448,6 +445,14 @@ impl Tuner {
             });
             if streak >= needed && !in_trial && chosen.is_none() {
                 chosen = proposal.map(|p| (p, streak));
+            }
+        }
+        for why in dropped {
+            if !self.dropped.contains(&why) {
+                if !self.quiet {
+                    eprintln!("warning: {why}");
+                }
+                self.dropped.push(why);
             }
         }
         let Some((proposal, streak)) = chosen else {
@@ -487,17 +492,24 @@ impl Tuner {
             return false;
         }
         self.calibration_before = self.estimate.calibration_ms;
-        if let Some((at, _)) = look.midway {
+        // A change that waits for the next boundary is judged on the iterations that run with
+        // it, not on the rest of this one.
+        let tunable = proposal.change.tunable();
+        let midway = look
+            .midway
+            .filter(|_| handle.takes_effect(tunable) != TakesEffect::NextIteration);
+        if let Some((at, _)) = midway {
             // What follows is judged against what came before, measured from here.
             self.mark = at;
         }
         self.decider.start(
             &proposal,
-            handle.name(proposal.change.tunable()),
+            handle.name(tunable),
             back,
             conditions,
             self.config.persistence,
-            look.midway,
+            midway,
+            index,
         );
         true
     }
@@ -612,6 +624,15 @@ impl Tuner {
 /// ```
 ///
 /// `tests/tunlet.rs` also sets such a tunable through the control endpoint.
+///
+/// A tunlet may as well propose the runtime's `factor` ([`TunableId::FACTOR`](crate::TunableId::FACTOR)),
+/// `nworkers` ([`TunableId::NWORKERS`](crate::TunableId::NWORKERS)) or `policy`
+/// ([`Proposal::policy`]), in place of the built-in one or beside it. The built-in factor
+/// tunlet reads nothing but the public [`TunerView`], and simulates with
+/// [`TunerView::simulation`]; [`TunerViewBuilder`] builds a view for a test
+/// (`tests/factor_tunlet.rs` tests a factor tunlet written that way). A proposal for another
+/// tunable than the tunlet's, with a value out of range or no finite gain, is dropped with a
+/// warning.
 pub trait Tunlet: Send + fmt::Debug {
     /// The tunable it proposes values for.
     fn tunable(&self) -> Tunable;
@@ -621,83 +642,32 @@ pub trait Tunlet: Send + fmt::Debug {
     fn propose(&mut self, view: &TunerView<'_>) -> Option<Proposal>;
 }
 
-/// What a [`Tunlet`] sees: the tuner's estimate of the program, read-only.
-#[derive(Debug)]
-pub struct TunerView<'a> {
-    pub(crate) look: &'a Look<'a>,
-    pub(crate) setting: &'a factor::Setting<'a>,
-    pub(crate) range: workers::Range,
-    pub(crate) objective: Objective,
-    pub(crate) protocol: Protocol,
-    /// Workers taking part now.
-    pub(crate) nworkers: usize,
-    handle: &'a TunablesHandle,
-    /// The policies the program registered.
-    registered: &'a Registry,
-}
-
-impl TunerView<'_> {
-    /// The iteration looked at (0 for the first).
-    pub fn iteration(&self) -> usize {
-        self.look.obs.facts.index
+/// Whether the tuner can act on `proposal` from the tunlet of `tunable`: why not, as a warning,
+/// when it proposes for another tunable, an invalid value, or no finite gain.
+fn acceptable(
+    proposal: &Proposal,
+    tunable: Tunable,
+    handle: &TunablesHandle,
+) -> Result<(), String> {
+    let name = handle.name(tunable);
+    let dropped = "its proposal is dropped";
+    if proposal.tunable() != tunable {
+        return Err(format!(
+            "the tunlet of `{name}` proposed a value for `{}`, {dropped}: a tunlet proposes for \
+             the tunable it names (`Tunlet::tunable`)",
+            handle.name(proposal.tunable())
+        ));
     }
-
-    /// Whether the look is inside an iteration (a checkpoint) rather than at its end.
-    pub fn inside_iteration(&self) -> bool {
-        self.look.midway.is_some()
+    if !proposal.gain.is_finite() {
+        return Err(format!(
+            "the tunlet of `{name}` proposed a gain of {}, {dropped}: the gain is the predicted \
+             relative drop of the iteration time, e.g. 0.1",
+            proposal.gain
+        ));
     }
-
-    /// Tasks a proposal is for: the next iteration's at a boundary, those not yet answered
-    /// inside an iteration.
-    pub fn tasks(&self) -> usize {
-        self.look.remaining
-    }
-
-    /// Workers taking part.
-    pub fn workers(&self) -> usize {
-        self.look.obs.facts.workers
-    }
-
-    /// The measured wall time of the iteration looked at (so far, inside one), in ms.
-    pub fn iteration_ms(&self) -> f64 {
-        self.look.obs.facts.time_ms
-    }
-
-    /// The mean task time last measured, over every worker, in ms.
-    pub fn task_ms(&self) -> f64 {
-        self.look.estimate.now.task_ms
-    }
-
-    /// Each worker's mean task time in the iteration looked at, in ms (`None` for a worker that
-    /// did no task): a slower or loaded worker takes longer.
-    pub fn worker_task_ms(&self) -> Vec<Option<f64>> {
-        self.look
-            .obs
-            .worker_tasks
-            .iter()
-            .map(|m| (m.count() > 0).then(|| m.mean()))
-            .collect()
-    }
-
-    /// The fitted per-message overhead `mo`, in ms (`None` before any transfer was measured).
-    pub fn mo_ms(&self) -> Option<f64> {
-        self.look.estimate.link.map(|l| l.mo_ms)
-    }
-
-    /// The fitted transfer time per byte `k`, in ms (`None` before any transfer was measured).
-    pub fn k_ms_per_byte(&self) -> Option<f64> {
-        self.look.estimate.link.map(|l| l.k_ms_per_byte)
-    }
-
-    /// The value in force of a tunable the program declared.
-    pub fn value<T: TunableValue>(&self, id: TunableId<T>) -> T {
-        self.handle.value(id)
-    }
-
-    /// The runtime's tunables in force.
-    pub fn current(&self) -> &Tunables {
-        self.look.current
-    }
+    handle
+        .check(&proposal.change)
+        .map_err(|e| format!("the tunlet of `{name}` proposed an invalid value, {dropped}: {e}"))
 }
 
 /// The runtime's tunlets, in the order they are asked.
@@ -716,13 +686,7 @@ impl Tunlet for factor::FactorTunlet {
         Tunable::Factor
     }
     fn propose(&mut self, view: &TunerView<'_>) -> Option<Proposal> {
-        factor::FactorTunlet::propose_at(
-            self,
-            view.look.estimate,
-            view.look.obs,
-            view.setting,
-            view.inside_iteration(),
-        )
+        factor::FactorTunlet::propose_at(self, view)
     }
 }
 
@@ -755,7 +719,7 @@ impl Tunlet for workers::WorkersTunlet {
             view.nworkers,
             view.range,
             view.objective,
-            view.protocol,
+            view.protocol(),
         )
     }
 }

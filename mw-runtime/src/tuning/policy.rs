@@ -116,7 +116,15 @@ impl PolicyTunlet {
             self.remember(obs.facts.index, &workers);
         }
         let scenarios = self.scenarios(&workers);
-        let key = Key::new(est, s, &scenarios.concat());
+        let link = est.link.map_or((0.0, 0.0), |l| (l.mo_ms, l.k_ms_per_byte));
+        let key = Key::new(
+            s,
+            s.policy,
+            &est.now,
+            est.shared_bytes,
+            link,
+            &scenarios.concat(),
+        );
         if let Some(at) = self.last.iter().position(|(last, _)| last.close_to(&key)) {
             // The one used goes last, the oldest is dropped first.
             let hit = self.last.remove(at);

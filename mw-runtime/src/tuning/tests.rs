@@ -7,7 +7,7 @@ use super::*;
 use crate::config::{Objective, Protocol, RunConfig, TuneMode, TuningConfig};
 use crate::measure::{Facts, Moments, Transfer};
 use crate::model::{self, Params};
-use crate::policy::PolicyName;
+use crate::policy::{PolicyChoice, PolicyName};
 use crate::tunables::Decision;
 
 const POOL: usize = 64;
@@ -83,6 +83,58 @@ fn measured(index: usize, n: usize, p: &Params, time_ms: Option<f64>) -> Observa
         transfers,
         sends: Vec::new(),
     }
+}
+
+/// Calls `f` with the view the tuner gives its tunlets at a boundary, for `setting` after
+/// `obs`.
+fn in_view<R>(
+    est: &Estimate,
+    obs: &Observation,
+    setting: &factor::Setting<'_>,
+    f: impl FnOnce(&TunerView<'_>) -> R,
+) -> R {
+    let current = Tunables {
+        nworkers: setting.workers,
+        factor: setting.factor,
+        policy: setting.policy.into(),
+    };
+    let look = Look {
+        estimate: est,
+        obs,
+        remaining: setting.tasks,
+        current: &current,
+        healthy: setting.workers,
+        stats: setting.stats,
+        first: false,
+        factor: true,
+        midway: None,
+        iteration_tasks: setting.tasks,
+    };
+    let handle = TunablesHandle::new(current.clone(), setting.workers);
+    let registered = crate::policy::Registry::default();
+    let view = TunerView {
+        look: &look,
+        setting,
+        range: workers::Range {
+            lo: 1,
+            hi: setting.workers,
+        },
+        objective: Objective::Time,
+        nworkers: setting.workers,
+        handle: &handle,
+        registered: &registered,
+    };
+    f(&view)
+}
+
+/// What the factor tunlet proposes for `setting` after `obs`.
+fn factor_proposal(
+    tunlet: &mut factor::FactorTunlet,
+    est: &Estimate,
+    obs: &Observation,
+    setting: &factor::Setting<'_>,
+) -> Option<Proposal> {
+    in_view(est, obs, setting, |view| tunlet.propose_at(view))
 }
 
 /// A tuner and the tunables it acts on, iteration after iteration.
@@ -458,23 +510,35 @@ fn the_factor_tunlet_simulates_candidates() {
     obs.facts.tasks = 400;
     let mut est = Estimate::default();
     let _ = est.update(&obs, Protocol::Async);
-    let proposal = factor::FactorTunlet::default()
-        .propose_at(&est, &obs, &setting(0.2), false)
-        .unwrap();
+    let proposal = factor_proposal(
+        &mut factor::FactorTunlet::default(),
+        &est,
+        &obs,
+        &setting(0.2),
+    )
+    .unwrap();
     assert_eq!(proposal.change, Change::Factor(1.0));
     assert!(proposal.gain > 0.0);
     assert!(
-        factor::FactorTunlet::default()
-            .propose_at(&est, &obs, &setting(1.0), false)
-            .is_none()
+        factor_proposal(
+            &mut factor::FactorTunlet::default(),
+            &est,
+            &obs,
+            &setting(1.0)
+        )
+        .is_none()
     );
     // One worker four times slower: big first chunks would wait for it.
     let slow = obs.worker_tasks[0];
     obs.worker_tasks[0] = Moments::from_sums(slow.count(), slow.sum() * 4.0, slow.sum_sq() * 16.0);
     let _ = est.update(&obs, Protocol::Async);
-    let proposal = factor::FactorTunlet::default()
-        .propose_at(&est, &obs, &setting(1.0), false)
-        .unwrap();
+    let proposal = factor_proposal(
+        &mut factor::FactorTunlet::default(),
+        &est,
+        &obs,
+        &setting(1.0),
+    )
+    .unwrap();
     assert!(proposal.to < 1.0, "{proposal:?}");
     // The prediction is the model's time at the current factor scaled by the simulated gain:
     // positive even where the simulated imbalance is larger than the model's whole time.
@@ -489,11 +553,7 @@ fn the_factor_tunlet_simulates_candidates() {
         policy: PolicyName::Daf,
         ..setting(0.5)
     };
-    assert!(
-        factor::FactorTunlet::default()
-            .propose_at(&est, &obs, &daf, false)
-            .is_none()
-    );
+    assert!(factor_proposal(&mut factor::FactorTunlet::default(), &est, &obs, &daf).is_none());
 }
 
 #[test]
@@ -524,15 +584,18 @@ fn the_factor_tunlet_reuses_its_simulation_while_the_inputs_hold() {
     };
     let obs = observe(&mut est, 0, 1.0, 0.0);
     let gain = |p: Option<decide::Proposal>| p.map(|p| (p.to, p.gain));
-    let first = gain(tunlet.propose_at(&est, &obs, &setting, false));
+    let first = gain(factor_proposal(&mut tunlet, &est, &obs, &setting));
     assert_eq!(tunlet.simulations, 1);
     // Jitter of a few percent: the same candidates' times, the same proposal.
     let obs = observe(&mut est, 1, 1.0, 0.02);
-    assert_eq!(gain(tunlet.propose_at(&est, &obs, &setting, false)), first);
+    assert_eq!(
+        gain(factor_proposal(&mut tunlet, &est, &obs, &setting)),
+        first
+    );
     assert_eq!(tunlet.simulations, 1);
     // One worker four times slower: simulated again, and smaller chunks win.
     let obs = observe(&mut est, 2, 4.0, 0.0);
-    let slow = tunlet.propose_at(&est, &obs, &setting, false).unwrap();
+    let slow = factor_proposal(&mut tunlet, &est, &obs, &setting).unwrap();
     assert_eq!(tunlet.simulations, 2);
     assert!(slow.to < 1.0, "{slow:?}");
     // A new setting (here the factor) is simulated afresh.
@@ -540,17 +603,17 @@ fn the_factor_tunlet_reuses_its_simulation_while_the_inputs_hold() {
         factor: slow.to,
         ..setting
     };
-    let at_smaller = gain(tunlet.propose_at(&est, &obs, &smaller, false));
+    let at_smaller = gain(factor_proposal(&mut tunlet, &est, &obs, &smaller));
     assert_eq!(tunlet.simulations, 3);
     // A task count within a tenth (a growing workload): the same simulation, scaled; beyond
     // it, simulated anew.
     let more = |tasks| factor::Setting { tasks, ..smaller };
     assert_eq!(
-        gain(tunlet.propose_at(&est, &obs, &more(1_700), false)),
+        gain(factor_proposal(&mut tunlet, &est, &obs, &more(1_700))),
         at_smaller
     );
     assert_eq!(tunlet.simulations, 3);
-    let _ = tunlet.propose_at(&est, &obs, &more(2_400), false);
+    let _ = factor_proposal(&mut tunlet, &est, &obs, &more(2_400));
     assert_eq!(tunlet.simulations, 4);
 }
 
@@ -582,7 +645,7 @@ fn the_factor_tunlet_simulates_less_often_while_nothing_is_worth_proposing() {
         let _ = est.update(&obs, Protocol::Async);
         let before = tunlet.simulations;
         assert!(
-            tunlet.propose_at(&est, &obs, &setting, false).is_none(),
+            factor_proposal(&mut tunlet, &est, &obs, &setting).is_none(),
             "{i}"
         );
         if tunlet.simulations > before {
@@ -594,7 +657,7 @@ fn the_factor_tunlet_simulates_less_often_while_nothing_is_worth_proposing() {
     let slow = obs.worker_tasks[0];
     obs.worker_tasks[0] = Moments::from_sums(slow.count(), slow.sum() * 4.0, slow.sum_sq() * 16.0);
     let _ = est.update(&obs, Protocol::Async);
-    let proposal = tunlet.propose_at(&est, &obs, &setting, false);
+    let proposal = factor_proposal(&mut tunlet, &est, &obs, &setting);
     assert_eq!(tunlet.simulations, 5);
     assert!(proposal.is_some_and(|p| p.to < 1.0));
 }
@@ -1006,8 +1069,10 @@ fn factor_after(time: impl Fn(f64) -> f64) -> f64 {
             prefetch: 0,
             stats: &stats,
         };
-        let workers = factor::sim_workers(&est, 8);
-        simulate::simulate(&factor::spec(&est, &setting, &workers, factor), 0, 1)
+        in_view(&est, &obs, &setting, |view| {
+            let workers = view.simulated_workers(8);
+            simulate::simulate(&view.simulation(&workers, setting.policy, factor), 0, 1)
+        })
     };
     for _ in 0..6 {
         let factor = h.handle.current().factor;
@@ -1040,4 +1105,141 @@ fn a_simulation_short_of_the_iterations_still_lets_a_large_gain_through() {
     // at every factor): the miss is a third of the measured time, and the gain of fewer
     // messages passes it. Over the simulated time the miss was a half, and blocked it.
     assert_eq!(factor_after(|simulated| simulated * 1.5), 1.0);
+}
+
+/// Proposes `tile` = 2 while it is 1, with a gain large enough to act on at the first look.
+#[derive(Debug)]
+struct DoubleTile(crate::tunables::TunableId<i64>);
+
+impl Tunlet for DoubleTile {
+    fn tunable(&self) -> Tunable {
+        self.0.tunable()
+    }
+    fn propose(&mut self, view: &TunerView<'_>) -> Option<Proposal> {
+        (view.value(self.0) == 1).then(|| Proposal::new(self.0, 2, 0.6, "larger tiles"))
+    }
+}
+
+/// A program's tunable, read in `partition`, changed by its tunlet at a checkpoint inside
+/// iteration 0: the rest of iteration 0 still runs with the old value (the shared part is
+/// sent), so the change is judged on the iterations that run with the new one, not rolled
+/// back because the tasks after the checkpoint happened to be slower.
+#[test]
+fn a_change_that_takes_effect_next_iteration_is_judged_on_that_iteration() {
+    let p = fig6(1.0);
+    let mut h = Harness::new(4, Objective::Time);
+    let tile = h.handle.declare("tile", 1_i64, 1..=8).unwrap();
+    h.tuner.add_tunlets(vec![Box::new(DoubleTile(tile))]);
+    // Only the tile is left to the tuner.
+    h.handle.request(Change::Factor(0.5), "fixed").unwrap();
+    h.handle.request(Change::Nworkers(4), "fixed").unwrap();
+    h.handle.apply_pending(0);
+
+    // Iteration 0: 1600 tasks of 1 ms on 4 workers; checkpoints every 400 tasks. The tasks
+    // after the first checkpoint take 20 % longer, with the tile still 1.
+    let span = |tasks: u64, ms: f64| Span {
+        ms,
+        tasks,
+        busy_ms: tasks as f64,
+        answers: tasks / 10,
+        workers: 4,
+        in_flight: (0.0, 0.0),
+    };
+    let so_far = |s: Span| {
+        let mut obs = measured(0, 4, &p, Some(s.ms));
+        obs.facts.tasks = s.tasks as usize;
+        obs.facts.mixed = true;
+        obs
+    };
+    let mut mixed = false;
+    for s in [span(400, 100.0), span(800, 220.0), span(1200, 340.0)] {
+        let current = h.handle.current();
+        let asked = h.tuner.checkpoint(
+            &so_far(s),
+            s,
+            1600 - s.tasks as usize,
+            200,
+            &current,
+            POOL,
+            &h.stats,
+            &h.handle,
+        );
+        if asked {
+            // What the engine does: the changes that take effect at once are applied now.
+            let applied = h.handle.apply_tuned_now(0, s.tasks as usize);
+            mixed |= !applied.is_empty();
+            h.tuner.applied(&applied);
+            h.decisions.extend(applied.into_iter().map(|a| a.decision));
+        }
+    }
+    h.tuner.close_midway(span(1600, 460.0), 0, &h.handle);
+    let current = h.handle.current();
+    let mut obs = measured(0, 4, &p, Some(460.0));
+    obs.facts.mixed = mixed;
+    h.tuner.observe(&obs, &current, POOL, &h.stats, &h.handle);
+    h.index = 1;
+    // Iterations 1 to 3 run with tile 2, each a fifth faster than iteration 0.
+    for _ in 0..3 {
+        h.step(|i, n| measured(i, n, &p, Some(370.0)));
+    }
+    let tiles: Vec<_> = h.decisions.iter().filter(|d| d.tunable == "tile").collect();
+    assert_eq!(tiles.len(), 1, "{tiles:#?}");
+    assert_eq!((tiles[0].iteration, tiles[0].to.as_i64()), (1, Some(2)));
+    assert_eq!(tiles[0].tasks_done, None, "{:?}", tiles[0]);
+    assert_eq!(h.handle.value(tile), 2);
+}
+
+/// Proposes a factor though it names `tile`.
+#[derive(Debug)]
+struct Astray(crate::tunables::TunableId<i64>);
+
+impl Tunlet for Astray {
+    fn tunable(&self) -> Tunable {
+        self.0.tunable()
+    }
+    fn propose(&mut self, _: &TunerView<'_>) -> Option<Proposal> {
+        Some(Proposal::new(crate::TunableId::FACTOR, 0.9, 0.6, "astray"))
+    }
+}
+
+/// Proposes a tile outside its range.
+#[derive(Debug)]
+struct TooLarge(crate::tunables::TunableId<i64>);
+
+impl Tunlet for TooLarge {
+    fn tunable(&self) -> Tunable {
+        self.0.tunable()
+    }
+    fn propose(&mut self, _: &TunerView<'_>) -> Option<Proposal> {
+        Some(Proposal::new(self.0, 100, 0.6, "too large"))
+    }
+}
+
+#[test]
+fn a_dropped_proposal_is_reported_once() {
+    let p = fig6(1.0);
+    let mut h = Harness::under_way(4, Objective::Time);
+    h.tuner.quiet = true;
+    let tile = h.handle.declare("tile", 1_i64, 1..=8).unwrap();
+    h.tuner
+        .add_tunlets(vec![Box::new(Astray(tile)), Box::new(TooLarge(tile))]);
+    for _ in 0..3 {
+        h.step(|i, n| measured(i, n, &p, None));
+    }
+    assert!(
+        h.decisions.iter().all(|d| d.tunable != "tile"),
+        "{:?}",
+        h.decisions
+    );
+    assert_eq!(h.tuner.dropped.len(), 2, "{:?}", h.tuner.dropped);
+    assert!(
+        h.tuner.dropped[0].starts_with("the tunlet of `tile` proposed a value for `factor`"),
+        "{}",
+        h.tuner.dropped[0]
+    );
+    assert!(
+        h.tuner.dropped[1].contains("`tile` = 100 is out of range"),
+        "{}",
+        h.tuner.dropped[1]
+    );
 }

@@ -2,9 +2,8 @@
 //! read and changed from outside, for the user who started it only. See `README.md` beside
 //! this file.
 //!
-//! It sits below the configuration, which parses its address, and beside the tuner, which it
-//! reaches only through the [`TunablesHandle`](crate::TunablesHandle): neither `config` nor
-//! `control` depends on `tuning`.
+//! The configuration parses its address; it reaches the tuner only through the
+//! [`TunablesHandle`](crate::TunablesHandle), never the `Tuner` itself.
 
 mod endpoint;
 mod token;

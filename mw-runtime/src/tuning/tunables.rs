@@ -3,7 +3,9 @@
 //!
 //! The master reads one [`Tunables`] value at every iteration boundary. Changes requested in the
 //! meantime — by the tuner, the application or an external controller — wait in a
-//! [`TunablesHandle`] and take effect together at the next boundary, never mid-iteration.
+//! [`TunablesHandle`] and take effect together at the next boundary; only the tuner's changes
+//! of a tunable that takes effect inside an iteration ([`TakesEffect`]) are applied at a
+//! checkpoint.
 
 use std::fmt;
 use std::marker::PhantomData;
@@ -70,15 +72,72 @@ impl Tunable {
     }
 }
 
+/// When a change of a tunable takes effect: the tuner judges a change only on the work done
+/// once it has, so a change made inside an iteration is judged on the tasks that follow it only
+/// when those tasks run with the new value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TakesEffect {
+    /// At once: the tasks answered from then on run with it (`nworkers`: workers join or leave
+    /// when it changes).
+    AtOnce,
+    /// With the next chunk cut (`factor`, `policy`: the policy plans the tasks not yet cut
+    /// anew).
+    NextChunk,
+    /// At the next iteration boundary: a value the program reads in `partition` or hands to
+    /// the workers in the shared part. A change the tuner asks for inside an iteration waits
+    /// for the boundary, and is judged on the iterations that run with it.
+    NextIteration,
+}
+
+impl Tunable {
+    /// When a change of a built-in tunable takes effect; `None` for a declared one (see
+    /// [`TunablesHandle::takes_effect`]).
+    pub fn built_in_takes_effect(self) -> Option<TakesEffect> {
+        match self {
+            Tunable::Nworkers => Some(TakesEffect::AtOnce),
+            Tunable::Factor | Tunable::Policy => Some(TakesEffect::NextChunk),
+            Tunable::Declared(_) => None,
+        }
+    }
+}
+
 /// Which of the program's declared tunables: obtained from [`TunableId::tunable`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct DeclaredId(usize);
 
-/// A typed handle on a tunable the program declared with [`TunablesHandle::declare`]: read its
-/// value with [`TunablesHandle::value`], propose one from a [`Tunlet`](crate::tuning::Tunlet).
+/// A typed handle on a numeric tunable: a built-in one ([`TunableId::FACTOR`],
+/// [`TunableId::NWORKERS`]) or one the program declared with [`TunablesHandle::declare`]. Read
+/// its value with [`TunablesHandle::value`] (or [`TunerView::value`](crate::tuning::TunerView::value)),
+/// propose one from a [`Tunlet`](crate::tuning::Tunlet) with
+/// [`Proposal::new`](crate::tuning::Proposal::new). (`policy` is not a number: a tunlet proposes
+/// it with [`Proposal::policy`](crate::tuning::Proposal::policy).)
 pub struct TunableId<T> {
-    index: usize,
+    tunable: Numeric,
     kind: PhantomData<fn() -> T>,
+}
+
+/// The numeric tunables.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Numeric {
+    Nworkers,
+    Factor,
+    Declared(DeclaredId),
+}
+
+impl TunableId<i64> {
+    /// `nworkers`: workers taking part, from 1 to the pool.
+    pub const NWORKERS: TunableId<i64> = TunableId {
+        tunable: Numeric::Nworkers,
+        kind: PhantomData,
+    };
+}
+
+impl TunableId<f64> {
+    /// `factor`: how work is cut into chunks, in `(0, 1]`.
+    pub const FACTOR: TunableId<f64> = TunableId {
+        tunable: Numeric::Factor,
+        kind: PhantomData,
+    };
 }
 
 impl<T> Clone for TunableId<T> {
@@ -91,25 +150,35 @@ impl<T> Copy for TunableId<T> {}
 
 impl<T> fmt::Debug for TunableId<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "TunableId({})", self.index)
+        write!(f, "TunableId({:?})", self.tunable)
     }
 }
 
 impl<T> PartialEq for TunableId<T> {
     fn eq(&self, other: &Self) -> bool {
-        self.index == other.index
+        self.tunable == other.tunable
     }
 }
 
 impl<T: TunableValue> TunableId<T> {
     /// The tunable this handle names.
     pub fn tunable(self) -> Tunable {
-        Tunable::Declared(DeclaredId(self.index))
+        match self.tunable {
+            Numeric::Nworkers => Tunable::Nworkers,
+            Numeric::Factor => Tunable::Factor,
+            Numeric::Declared(id) => Tunable::Declared(id),
+        }
     }
 
-    /// The change that sets this tunable to `value`.
+    /// The change that sets this tunable to `value` (a negative worker count as 0, which the
+    /// range check refuses).
     pub fn change(self, value: T) -> Change {
-        Change::Declared(DeclaredId(self.index), value.to_f64())
+        let v = value.to_f64();
+        match self.tunable {
+            Numeric::Nworkers => Change::Nworkers(v.max(0.0) as usize),
+            Numeric::Factor => Change::Factor(v),
+            Numeric::Declared(id) => Change::Declared(id, v),
+        }
     }
 }
 
@@ -158,6 +227,7 @@ struct Declared {
     max: f64,
     whole: bool,
     value: f64,
+    takes_effect: TakesEffect,
 }
 
 impl Declared {
@@ -264,6 +334,17 @@ impl Change {
             Change::Policy(p) => p.to_string().into(),
             Change::Declared(_, v) => (*v).into(),
         }
+    }
+}
+
+/// A policy as the tuner holds it, a number: its place in [`PolicyName::ALL`], one past them
+/// for a registered one.
+pub(crate) fn policy_number(policy: &PolicyChoice) -> f64 {
+    match policy {
+        PolicyChoice::BuiltIn(name) => {
+            PolicyName::ALL.iter().position(|p| p == name).unwrap_or(0) as f64
+        }
+        PolicyChoice::Registered(_) => PolicyName::ALL.len() as f64,
     }
 }
 
@@ -469,6 +550,15 @@ impl State {
         }
     }
 
+    fn takes_effect(&self, tunable: Tunable) -> TakesEffect {
+        match tunable {
+            Tunable::Declared(id) => self.declared[id.0].takes_effect,
+            _ => tunable
+                .built_in_takes_effect()
+                .unwrap_or(TakesEffect::NextIteration),
+        }
+    }
+
     fn find(&self, name: &str) -> Result<Tunable> {
         Tunable::BUILT_IN
             .into_iter()
@@ -588,6 +678,10 @@ impl TunablesHandle {
     ///
     /// The example in [`crate::tuning`] runs a program whose tunlet tunes such a tunable.
     ///
+    /// A change takes effect at the next iteration boundary
+    /// ([`TakesEffect::NextIteration`]); [`declare_with`](TunablesHandle::declare_with) says
+    /// otherwise.
+    ///
     /// # Errors
     /// When `name` is taken (by a runtime tunable or an earlier declaration), is not one word
     /// of letters, digits, `_` or `-`, or `start` lies outside `range`.
@@ -596,6 +690,23 @@ impl TunablesHandle {
         name: &str,
         start: T,
         range: RangeInclusive<T>,
+    ) -> Result<TunableId<T>> {
+        self.declare_with(name, start, range, TakesEffect::NextIteration)
+    }
+
+    /// Declares a tunable as [`declare`](TunablesHandle::declare) does, whose changes take
+    /// effect as `takes_effect` says: [`TakesEffect::AtOnce`] or [`TakesEffect::NextChunk`]
+    /// for a value the program reads as it goes (in `more_tasks`, say), so that a change the
+    /// tuner makes inside an iteration is applied there and judged on the tasks that follow.
+    ///
+    /// # Errors
+    /// As [`declare`](TunablesHandle::declare).
+    pub fn declare_with<T: TunableValue>(
+        &self,
+        name: &str,
+        start: T,
+        range: RangeInclusive<T>,
+        takes_effect: TakesEffect,
     ) -> Result<TunableId<T>> {
         let mut state = self.lock();
         if state.find(name).is_ok() {
@@ -617,18 +728,19 @@ impl TunablesHandle {
             max: range.end().to_f64(),
             whole: T::WHOLE,
             value: start.to_f64(),
+            takes_effect,
         };
         declared.check(declared.value)?;
         state.declared.push(declared);
         Ok(TunableId {
-            index: state.declared.len() - 1,
+            tunable: Numeric::Declared(DeclaredId(state.declared.len() - 1)),
             kind: PhantomData,
         })
     }
 
-    /// The value in force of a tunable the program declared.
+    /// The value in force of a numeric tunable: a built-in one or one the program declared.
     pub fn value<T: TunableValue>(&self, id: TunableId<T>) -> T {
-        T::from_f64(self.lock().declared[id.index].value)
+        T::from_f64(self.number(id.tunable()))
     }
 
     /// The value in force of any tunable, as the tuner holds it: `nworkers` and `factor` as
@@ -638,15 +750,14 @@ impl TunablesHandle {
         match tunable {
             Tunable::Nworkers => state.current.nworkers as f64,
             Tunable::Factor => state.current.factor,
-            Tunable::Policy => match &state.current.policy {
-                PolicyChoice::BuiltIn(policy) => PolicyName::ALL
-                    .iter()
-                    .position(|p| p == policy)
-                    .unwrap_or(0) as f64,
-                PolicyChoice::Registered(_) => PolicyName::ALL.len() as f64,
-            },
+            Tunable::Policy => policy_number(&state.current.policy),
             Tunable::Declared(id) => state.declared[id.0].value,
         }
+    }
+
+    /// When a change of `tunable` takes effect.
+    pub fn takes_effect(&self, tunable: Tunable) -> TakesEffect {
+        self.lock().takes_effect(tunable)
     }
 
     /// A tunable's name: the well-known one, or the one it was declared with.
@@ -738,6 +849,14 @@ impl TunablesHandle {
         Ok(())
     }
 
+    /// Whether `change` is valid: its value within its tunable's range.
+    ///
+    /// # Errors
+    /// As [`request`](TunablesHandle::request) for an invalid value.
+    pub(crate) fn check(&self, change: &Change) -> Result<()> {
+        self.lock().checked(change.clone()).map(drop)
+    }
+
     /// Queues a change the tuner proposes, unless the application or an external controller
     /// holds that tunable or has already asked for a change of it at this boundary; returns
     /// whether it was queued.
@@ -798,13 +917,16 @@ impl TunablesHandle {
         applied
     }
 
-    /// Applies the tuner's queued changes at once, inside `iteration` with `tasks_done` of its
-    /// tasks done; requests from the application or from outside wait for the boundary.
+    /// Applies the tuner's queued changes that take effect inside an iteration, at once, inside
+    /// `iteration` with `tasks_done` of its tasks done; those that take effect at the next
+    /// iteration, and requests from the application or from outside, wait for the boundary.
     pub(crate) fn apply_tuned_now(&self, iteration: usize, tasks_done: usize) -> Vec<Applied> {
         let mut state = self.lock();
-        let (tuned, others): (Vec<_>, Vec<_>) = std::mem::take(&mut state.pending)
-            .into_iter()
-            .partition(|(_, why)| why.source == Source::Tuner);
+        let pending = std::mem::take(&mut state.pending);
+        let (tuned, others): (Vec<_>, Vec<_>) = pending.into_iter().partition(|(change, why)| {
+            why.source == Source::Tuner
+                && state.takes_effect(change.tunable()) != TakesEffect::NextIteration
+        });
         state.pending = others;
         let mut applied = Vec::new();
         for (change, why) in &tuned {
