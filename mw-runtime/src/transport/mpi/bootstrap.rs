@@ -8,6 +8,7 @@ use mpi::traits::Root;
 
 use super::master_link::MpiMaster;
 use super::spawn::{self, Spawner};
+use super::start_watch::{self, StartWatch};
 use super::worker_link::MpiWorker;
 use super::{layout, lifeline};
 use crate::config::Protocol;
@@ -36,6 +37,8 @@ pub(crate) fn end_started() {
 /// with the same arguments.
 pub(crate) fn agree_at_start(outcome: crate::error::Result<()>) -> crate::error::Result<()> {
     let mut kept = STARTED.lock().unwrap_or_else(|e| e.into_inner());
+    // Until every rank has started MPI and heard the master's outcome.
+    let _watch = StartWatch::arm(start_watch::PATIENCE);
     if kept.is_none() && !mpi::environment::is_initialized() {
         match mpi::initialize() {
             Some(universe) => *kept = Some(universe),

@@ -60,6 +60,7 @@ mod messages;
 mod parts;
 mod posted;
 mod spawn;
+mod start_watch;
 mod ulfm;
 mod worker_link;
 
