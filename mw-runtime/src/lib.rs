@@ -77,7 +77,9 @@ pub mod model;
 mod output;
 pub mod policy;
 mod progress;
+mod protocol;
 mod run;
+mod signal;
 mod status;
 mod summary;
 mod trace;
@@ -88,17 +90,18 @@ pub mod tuning;
 pub use app::{Flow, Iteration, Master, Setup, TaskError, TaskId, Work, Worker, WorkerSetup};
 pub use codec::{DecodeError, Message};
 pub use config::{
-    BackendChoice, EmulatedLink, Objective, Protocol, RunArgs, RunConfig, TuneMode, TuningConfig,
+    BackendChoice, EmulatedLink, Objective, RunArgs, RunConfig, TuneMode, TuningConfig,
 };
 pub use error::{Error, ErrorKind, Result, exit_status};
 pub use input::{InputKind, read_input, read_input_text};
-pub use interrupt::Signal;
 pub use load::LoadPattern;
 pub use metrics::RunMetrics;
 pub use mw_macros::{Message, master, worker};
 pub use output::{check_output, write_output};
 pub use policy::{PolicyChoice, PolicyName};
+pub use protocol::Protocol;
 pub use run::{Report, run, run_config, run_with};
+pub use signal::Signal;
 pub use status::report_exit_status;
 pub use tunables::{Change, Decision, Tunable, TunableId, Tunables, TunablesHandle};
 pub use tuning::simulate;
@@ -113,5 +116,6 @@ pub mod prelude {
     pub use crate::app::{Flow, Iteration, Master, Setup, TaskId, Work, Worker, WorkerSetup};
     // The trait and its derive.
     pub use crate::Message;
-    pub use crate::config::{BackendChoice, Protocol, RunArgs};
+    pub use crate::config::{BackendChoice, RunArgs};
+    pub use crate::protocol::Protocol;
 }

@@ -3,7 +3,6 @@
 //! Applications flatten [`RunArgs`] into their own clap parser, so every program accepts the
 //! runtime's flags beside its own.
 
-use std::fmt;
 use std::path::{Path, PathBuf};
 
 use clap::{Args, ValueEnum};
@@ -19,19 +18,9 @@ use crate::tunables::{Tunables, check_factor};
 mod faults;
 mod tuning;
 
+pub use crate::protocol::Protocol;
 pub use faults::{BACKUP_MARGIN, FaultConfig, MAX_TASK_RETRIES, OnTaskFailure};
 pub use tuning::{Objective, TuneMode, TuningConfig, TuningSection};
-
-/// How the master sends messages; the performance model has a branch for each.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, ValueEnum)]
-#[serde(rename_all = "lowercase")]
-pub enum Protocol {
-    /// Every send completes (the receiver has taken the message) before the next starts.
-    Sync,
-    /// Sends are posted without waiting and overlap.
-    #[default]
-    Async,
-}
 
 /// Which communication backend runs the program.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, ValueEnum)]
@@ -44,15 +33,6 @@ pub enum BackendChoice {
     Local,
     /// One MPI rank per worker; needs the `mpi` feature.
     Mpi,
-}
-
-impl fmt::Display for Protocol {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Protocol::Sync => "sync",
-            Protocol::Async => "async",
-        })
-    }
 }
 
 /// The runtime's command-line flags; flatten into your own parser with `#[command(flatten)]`.

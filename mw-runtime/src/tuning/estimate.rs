@@ -6,10 +6,10 @@
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-use crate::config::Protocol;
 use crate::measure::{Moments, Observation, Send, Transfer};
 use crate::model::broadcast::{self, BroadcastParams};
 use crate::model::{self, ModelError, Params};
+use crate::protocol::Protocol;
 
 use super::machine::{Layout, Machine};
 use super::queue::{self, Log};

@@ -6,9 +6,9 @@ use serde_json::json;
 use super::decide::{CONDITIONS_CHANGED, Explanation, MIN_GAIN, Proposal};
 use super::estimate::{Estimate, Inputs};
 use super::simulate::{SimWorker, Spec, simulate};
-use crate::config::Protocol;
 use crate::measure::{Observation, TaskStats};
 use crate::policy::PolicyName;
+use crate::protocol::Protocol;
 use crate::tunables::Change;
 
 /// The factors tried: 0.1, 0.2, …, 1.0.

@@ -10,9 +10,9 @@ use super::master_link::MpiMaster;
 use super::spawn::{self, Spawner};
 use super::worker_link::MpiWorker;
 use super::{layout, lifeline};
-use crate::config::Protocol;
 use crate::engine::master::{guarded, run_master, stop_workers};
 use crate::error::{Error, ErrorKind, Result};
+use crate::protocol::Protocol;
 
 /// MPI as the runtime started it to agree on the checks before a run ([`agree_at_start`]),
 /// for the run to take over and end.

@@ -21,8 +21,8 @@ use super::{
     CHUNK, DONE, FAILED, FATAL, FINISHED, KILL, LEAVE_UNFINALIZED, LOST, READY, SHARED, STOP,
 };
 use crate::codec::{self, Message, Reader};
-use crate::config::Protocol;
 use crate::error::{Error, Result};
+use crate::protocol::Protocol;
 use crate::transport::{Chunk, Done, FromWorker, MasterLink, SentBuffers, SentChunk, ToWorker};
 use crate::tuning::Layout;
 
