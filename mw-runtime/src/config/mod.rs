@@ -184,6 +184,9 @@ pub const MAX_MIN_CHUNK: usize = 1_000_000_000;
 /// The most events a trace may keep: about 11 GB of memory and of file at 110 bytes an event.
 pub const MAX_TRACE_LIMIT: usize = 100_000_000;
 
+/// Events a trace keeps by default (`--trace-limit`).
+const DEFAULT_TRACE_LIMIT: usize = 1_000_000;
+
 fn parse_load(text: &str) -> std::result::Result<LoadPattern, LoadError> {
     text.parse()
 }
@@ -427,7 +430,7 @@ impl Default for RunConfig {
             tuning: TuningConfig::default(),
             control: None,
             trace: None,
-            trace_limit: crate::trace::DEFAULT_LIMIT,
+            trace_limit: DEFAULT_TRACE_LIMIT,
             quiet: false,
             verbose: false,
             load: LoadPattern::None,

@@ -45,9 +45,6 @@ use crate::error::Result;
 use crate::metrics::RunMetrics;
 use crate::transport::FromWorker;
 
-/// Events kept by default (`--trace-limit`).
-pub(crate) const DEFAULT_LIMIT: usize = 1_000_000;
-
 /// The trace being recorded, or nothing when `--trace` is off.
 #[derive(Debug)]
 pub(crate) struct Trace {
