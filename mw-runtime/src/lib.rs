@@ -70,6 +70,7 @@ pub mod fault;
 mod input;
 mod interrupt;
 mod launch;
+mod layout;
 pub mod load;
 pub mod measure;
 pub mod metrics;
@@ -96,7 +97,7 @@ pub use config::{
 pub use error::{Error, ErrorKind, Result, exit_status};
 pub use input::{InputKind, read_input, read_input_text};
 pub use load::LoadPattern;
-pub use metrics::RunMetrics;
+pub use metrics::{Decision, RunMetrics};
 pub use mw_macros::{Message, master, worker};
 pub use output::write_output;
 pub use policy::{PolicyChoice, PolicyName};
@@ -104,7 +105,7 @@ pub use protocol::Protocol;
 pub use run::{Report, check_output, run, run_config, run_with};
 pub use signal::Signal;
 pub use status::report_exit_status;
-pub use tunables::{Change, Decision, Tunable, TunableId, Tunables, TunablesHandle};
+pub use tunables::{Change, Tunable, TunableId, Tunables, TunablesHandle};
 pub use tuning::simulate;
 
 /// The rsmpi crate, for programs that initialize MPI themselves: when MPI is already initialized,

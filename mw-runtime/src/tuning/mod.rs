@@ -26,8 +26,8 @@ mod workers;
 #[cfg(test)]
 mod tests;
 
+pub use crate::layout::Layout;
 pub use decide::Proposal;
-pub use machine::Layout;
 
 use std::fmt;
 

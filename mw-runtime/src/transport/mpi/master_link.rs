@@ -22,9 +22,9 @@ use super::{
 };
 use crate::codec::{self, Message, Reader};
 use crate::error::{Error, Result};
+use crate::layout::Layout;
 use crate::protocol::Protocol;
 use crate::transport::{Chunk, Done, FromWorker, MasterLink, SentBuffers, SentChunk, ToWorker};
-use crate::tuning::Layout;
 
 /// Send buffers the master keeps for reuse, at most.
 const SPARE: usize = 64;
