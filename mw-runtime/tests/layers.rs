@@ -6,8 +6,9 @@
 //! `mw_runtime`, in code and in macro arguments, resolved to the top-level module it lands in (a
 //! root re-export such as `crate::Error` counts as the module it re-exports). Then it checks the
 //! floors below: a module imports only modules of its own floor or of floors below, the imports
-//! within a floor form no cycle, and the few imports still allowed to run up are listed with
-//! why, each of them present in the code. `mw-runtime/README.md` describes the floors.
+//! within a floor form no cycle, the sub-modules of any one module form no cycle among
+//! themselves, and the few imports still allowed are listed with why, each of them present in
+//! the code. `mw-runtime/README.md` describes the floors.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::fmt::Write as _;
