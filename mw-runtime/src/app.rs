@@ -3,8 +3,8 @@
 use std::fmt;
 
 use crate::codec::Message;
-use crate::config::Protocol;
 use crate::policy::{Policy, PolicyName};
+use crate::protocol::Protocol;
 use crate::tunables::TunablesHandle;
 use crate::tuning::Tunlet;
 

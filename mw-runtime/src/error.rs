@@ -4,7 +4,7 @@ use std::fmt;
 use std::path::PathBuf;
 
 use crate::codec::DecodeError;
-use crate::interrupt::Signal;
+use crate::signal::Signal;
 
 /// Result of the runtime's fallible operations, and of your hooks.
 pub type Result<T, E = Error> = std::result::Result<T, E>;

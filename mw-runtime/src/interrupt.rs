@@ -15,43 +15,7 @@ use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use crate::error::{Error, Result};
-
-/// A signal that stops a run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Signal {
-    Int,
-    Term,
-}
-
-impl Signal {
-    /// The signal's name, as the metrics record it (`"SIGINT"`, `"SIGTERM"`).
-    pub fn name(self) -> &'static str {
-        match self {
-            Signal::Int => "SIGINT",
-            Signal::Term => "SIGTERM",
-        }
-    }
-
-    /// The exit status of a process ended by this signal: `128 + signal number`.
-    pub fn exit_code(self) -> i32 {
-        128 + self.number()
-    }
-
-    fn number(self) -> i32 {
-        match self {
-            Signal::Int => 2,
-            Signal::Term => 15,
-        }
-    }
-
-    fn from_number(number: usize) -> Option<Signal> {
-        match number {
-            2 => Some(Signal::Int),
-            15 => Some(Signal::Term),
-            _ => None,
-        }
-    }
-}
+use crate::signal::Signal;
 
 /// The flags the handlers set, installed once per process.
 struct Flags {

@@ -70,6 +70,7 @@ pub mod fault;
 mod input;
 mod interrupt;
 mod launch;
+mod layout;
 pub mod load;
 pub mod measure;
 pub mod metrics;
@@ -77,8 +78,11 @@ pub mod model;
 mod output;
 pub mod policy;
 mod progress;
+mod protocol;
 pub mod random;
 mod run;
+mod signal;
+mod stats;
 mod status;
 mod summary;
 mod trace;
@@ -89,19 +93,20 @@ pub use app::{Flow, Iteration, Master, Setup, TaskError, TaskId, Work, Worker, W
 pub use args::parse_args;
 pub use codec::{DecodeError, Message};
 pub use config::{
-    BackendChoice, EmulatedLink, Objective, Protocol, RunArgs, RunConfig, TuneMode, TuningConfig,
+    BackendChoice, EmulatedLink, Objective, RunArgs, RunConfig, TuneMode, TuningConfig,
 };
 pub use error::{Error, ErrorKind, Result, ValueError, exit_status};
 pub use input::{InputKind, read_input, read_input_text};
-pub use interrupt::Signal;
 pub use load::LoadPattern;
-pub use metrics::RunMetrics;
+pub use metrics::{Decision, RunMetrics};
 pub use mw_macros::{Message, master, worker};
-pub use output::{check_output, write_output};
+pub use output::write_output;
 pub use policy::{PolicyChoice, PolicyName};
-pub use run::{Report, run, run_config, run_with};
+pub use protocol::Protocol;
+pub use run::{Report, check_output, run, run_config, run_with};
+pub use signal::Signal;
 pub use status::report_exit_status;
-pub use tunables::{Change, Decision, TakesEffect, Tunable, TunableId, Tunables, TunablesHandle};
+pub use tunables::{Change, TakesEffect, Tunable, TunableId, Tunables, TunablesHandle};
 // `tuning/` owns the tunables and the control endpoint; their paths from the root stay.
 pub use tuning::simulate;
 pub use tuning::{control, tunables};
@@ -116,5 +121,6 @@ pub mod prelude {
     pub use crate::app::{Flow, Iteration, Master, Setup, TaskId, Work, Worker, WorkerSetup};
     // The trait and its derive.
     pub use crate::Message;
-    pub use crate::config::{BackendChoice, Protocol, RunArgs};
+    pub use crate::config::{BackendChoice, RunArgs};
+    pub use crate::protocol::Protocol;
 }

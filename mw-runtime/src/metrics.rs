@@ -7,7 +7,6 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 use crate::measure::{Moments, Observation};
-use crate::tunables::Decision;
 
 /// Everything measured in one run.
 /// `mwgen report` and `mwgen predict` read these same types: a file that lacks a field without
@@ -134,7 +133,7 @@ pub(crate) struct Measured {
     pub backups: usize,
     pub predicted_ms: Option<f64>,
     /// `mo` and `k` as estimated after the iteration.
-    pub link: Option<crate::tuning::Link>,
+    pub link: Option<crate::model::Link>,
     /// Time the tuner spent on the iteration.
     pub tuning: Duration,
 }
@@ -177,6 +176,38 @@ impl IterationMetrics {
             tuning_ms: measured.tuning.as_secs_f64() * 1e3,
         }
     }
+}
+
+/// A change of a tunable, with why it was made. Listed under `decisions` in the metrics.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Decision {
+    /// The first iteration that runs with the new value, or, for a change made inside an
+    /// iteration, that iteration.
+    pub iteration: usize,
+    /// For a change made inside an iteration: how many of its tasks were done when it was made.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tasks_done: Option<usize>,
+    /// `nworkers`, `factor` or `policy`.
+    pub tunable: String,
+    /// Value before.
+    pub from: serde_json::Value,
+    /// Value after.
+    pub to: serde_json::Value,
+    /// Why: the tuner's reasoning with the model's numbers, `application`, or `external`.
+    pub reason: String,
+    /// The tuner's decision in a few words, as printed while the run goes on: why in words and
+    /// the expected gain (the model's numbers are in `reason` and `details`).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub summary: String,
+    /// The model's prediction of the iteration time with the new value, in ms (tuner only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub predicted_ms: Option<f64>,
+    /// The measured iteration time the decision was taken on, in ms (tuner only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub measured_ms: Option<f64>,
+    /// The inputs and the model's numbers behind a tuner's decision.
+    #[serde(default, skip_serializing_if = "serde_json::Value::is_null")]
+    pub details: serde_json::Value,
 }
 
 /// A chunk whose `do_work` panicked.

@@ -14,32 +14,7 @@ use std::path::Path;
 
 use crate::error::{Error, Result};
 
-/// Checks that this process can write `path`, given with `flag` (named in the error), before
-/// any work is done: its directory takes a new file, and `path` is not a directory, a device
-/// or a pipe. Nothing is left behind and an existing file is not touched.
-///
-/// Under MPI only rank 0, the master, writes outputs, so the other ranks take its verdict:
-/// when it fails, they leave at once, quietly, and the master returns the error (so every rank
-/// of the job must call this with the same paths, as the same program with the same arguments
-/// does). A rank that left alone would leave the others waiting for it.
-///
-/// # Examples
-/// ```
-/// let dir = std::env::temp_dir();
-/// mw_runtime::check_output(&dir.join("final.csv"), "--out")?;
-/// let e = mw_runtime::check_output(&dir.join("no-such-dir/final.csv"), "--out").unwrap_err();
-/// assert!(e.to_string().starts_with("error: cannot write"));
-/// # Ok::<(), mw_runtime::Error>(())
-/// ```
-///
-/// # Errors
-/// A configuration error, `cannot write PATH` with the reason and what to do, when the
-/// directory is missing or not writable, or `path` is not a regular file.
-pub fn check_output(path: &Path, flag: &str) -> Result<()> {
-    crate::run::agreed(writable(path, flag))
-}
-
-/// [`check_output`] on this process alone (worker ranks write nothing: `Ok`).
+/// [`check_output`](crate::check_output) on this process alone (worker ranks write nothing: `Ok`).
 pub(crate) fn writable(path: &Path, flag: &str) -> Result<()> {
     if crate::launch::is_worker_rank() {
         return Ok(());
@@ -57,25 +32,6 @@ pub(crate) fn writable(path: &Path, flag: &str) -> Result<()> {
             help,
         )
     })
-}
-
-/// Checks the outputs of a run (`--metrics`, `--trace`, `--checkpoint`) before it starts: they
-/// are written when it ends or after its first iteration.
-///
-/// # Errors
-/// As [`check_output`], for the first that cannot be written.
-pub(crate) fn check_outputs(config: &crate::RunConfig) -> Result<()> {
-    let outputs = [
-        ("--metrics", &config.metrics),
-        ("--trace", &config.trace),
-        ("--checkpoint", &config.checkpoint),
-    ];
-    for (flag, path) in outputs {
-        if let Some(path) = path {
-            writable(path, flag)?;
-        }
-    }
-    Ok(())
 }
 
 /// Writes the file at `path` whole or not at all: `fill` writes its content to a new file
@@ -187,15 +143,15 @@ mod tests {
     fn missing_directories_and_directories_are_refused_and_nothing_is_left_behind() {
         let dir = tempfile::tempdir().unwrap();
         let fresh = dir.path().join("m.json");
-        check_output(&fresh, "--metrics").unwrap();
+        writable(&fresh, "--metrics").unwrap();
         assert!(names(dir.path()).is_empty(), "the probe left a file behind");
         std::fs::write(&fresh, "kept").unwrap();
-        check_output(&fresh, "--metrics").unwrap();
+        writable(&fresh, "--metrics").unwrap();
         assert_eq!(std::fs::read_to_string(&fresh).unwrap(), "kept");
         assert_eq!(names(dir.path()), ["m.json"]);
 
         let missing = dir.path().join("nowhere/m.json");
-        let e = check_output(&missing, "--metrics").unwrap_err().to_string();
+        let e = writable(&missing, "--metrics").unwrap_err().to_string();
         assert!(
             e.contains("error: cannot write `") && e.contains("(--metrics)"),
             "{e}"
@@ -205,13 +161,13 @@ mod tests {
             "{e}"
         );
         assert!(!e.contains(".partial"), "the temporary name is shown: {e}");
-        let e = check_output(dir.path(), "--trace").unwrap_err().to_string();
+        let e = writable(dir.path(), "--trace").unwrap_err().to_string();
         assert!(
             e.contains("it is a directory") && e.contains("help: "),
             "{e}"
         );
         // Under a file: not a directory, whoever runs it (root included).
-        let e = check_output(&fresh.join("m.json"), "--trace")
+        let e = writable(&fresh.join("m.json"), "--trace")
             .unwrap_err()
             .to_string();
         assert!(e.contains("cannot write"), "{e}");
@@ -219,7 +175,7 @@ mod tests {
 
     #[test]
     fn devices_and_pipes_are_refused_before_the_run() {
-        let e = check_output(Path::new("/dev/null"), "--metrics")
+        let e = writable(Path::new("/dev/null"), "--metrics")
             .unwrap_err()
             .to_string();
         assert!(

@@ -12,9 +12,11 @@ use crate::engine::{
 use crate::error::{Error, ErrorKind, Result};
 use crate::launch;
 use crate::metrics::RunMetrics;
+use crate::output::writable;
 use crate::status::{self, Outcome};
 use crate::summary;
 use crate::transport::local;
+use std::path::Path;
 use std::sync::Arc;
 
 /// What a finished run leaves: the metrics on the master, nothing on an MPI worker rank.
@@ -180,7 +182,7 @@ where
     let ready = config
         .validate()
         .and_then(|()| crate::interrupt::watch())
-        .and_then(|()| crate::output::check_outputs(config));
+        .and_then(|()| check_outputs(config));
     if use_mpi { agreed(ready) } else { ready }?;
     let worker = move || Agreed::<M, W>::new(worker());
     if use_mpi && config.link.is_some() {
@@ -236,14 +238,58 @@ fn launched() -> bool {
 
 /// A check made before a run on every process of a launched job, settled by the master's
 /// outcome: a failure ends the worker ranks at once, quietly, and is returned on the master,
-/// instead of leaving the workers waiting for a master that left (see
-/// [`check_output`](crate::check_output)). On a process started alone, the outcome as it is.
+/// instead of leaving the workers waiting for a master that left (see [`check_output`]). On a
+/// process started alone, the outcome as it is.
 pub(crate) fn agreed(outcome: Result<()>) -> Result<()> {
     #[cfg(feature = "mpi")]
     if launched() && !launch::is_spawned_worker() {
         return crate::transport::mpi::agree_at_start(outcome);
     }
     outcome
+}
+
+/// Checks that this process can write `path`, given with `flag` (named in the error), before
+/// any work is done: its directory takes a new file, and `path` is not a directory, a device
+/// or a pipe. Nothing is left behind and an existing file is not touched.
+///
+/// Under MPI only rank 0, the master, writes outputs, so the other ranks take its verdict:
+/// when it fails, they leave at once, quietly, and the master returns the error (so every rank
+/// of the job must call this with the same paths, as the same program with the same arguments
+/// does). A rank that left alone would leave the others waiting for it.
+///
+/// # Examples
+/// ```
+/// let dir = std::env::temp_dir();
+/// mw_runtime::check_output(&dir.join("final.csv"), "--out")?;
+/// let e = mw_runtime::check_output(&dir.join("no-such-dir/final.csv"), "--out").unwrap_err();
+/// assert!(e.to_string().starts_with("error: cannot write"));
+/// # Ok::<(), mw_runtime::Error>(())
+/// ```
+///
+/// # Errors
+/// A configuration error, `cannot write PATH` with the reason and what to do, when the
+/// directory is missing or not writable, or `path` is not a regular file.
+pub fn check_output(path: &Path, flag: &str) -> Result<()> {
+    agreed(writable(path, flag))
+}
+
+/// Checks the outputs of a run (`--metrics`, `--trace`, `--checkpoint`) before it starts: they
+/// are written when it ends or after its first iteration.
+///
+/// # Errors
+/// As [`check_output`], for the first that cannot be written.
+fn check_outputs(config: &RunConfig) -> Result<()> {
+    let outputs = [
+        ("--metrics", &config.metrics),
+        ("--trace", &config.trace),
+        ("--checkpoint", &config.checkpoint),
+    ];
+    for (flag, path) in outputs {
+        if let Some(path) = path {
+            writable(path, flag)?;
+        }
+    }
+    Ok(())
 }
 
 /// Where the outputs of an interrupted run went, for its last line.

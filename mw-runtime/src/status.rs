@@ -29,8 +29,8 @@ use std::io::Write;
 use std::sync::Once;
 use std::sync::atomic::{AtomicU8, Ordering};
 
-use crate::interrupt::Signal;
 use crate::launch;
+use crate::signal::Signal;
 
 /// What the runtime knows of how the run ended, for the line's reason.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -20,9 +20,9 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
+use crate::metrics::Decision;
 use crate::metrics::RunMetrics;
 use crate::progress::human;
-use crate::tunables::Decision;
 
 /// Decisions and failures listed one by one; past that, only counted.
 const LISTED: usize = 3;

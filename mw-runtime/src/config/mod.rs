@@ -3,7 +3,6 @@
 //! Applications flatten [`RunArgs`] into their own clap parser, so every program accepts the
 //! runtime's flags beside its own.
 
-use std::fmt;
 use std::path::{Path, PathBuf};
 
 use clap::{Args, ValueEnum};
@@ -19,19 +18,9 @@ use crate::tunables::{Tunables, check_factor};
 
 mod faults;
 
+pub use crate::protocol::Protocol;
 pub use crate::tuning::config::{Objective, TuneMode, TuningConfig, TuningSection};
 pub use faults::{BACKUP_MARGIN, FaultConfig, MAX_TASK_RETRIES, OnTaskFailure};
-
-/// How the master sends messages; the performance model has a branch for each.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, ValueEnum)]
-#[serde(rename_all = "lowercase")]
-pub enum Protocol {
-    /// Every send completes (the receiver has taken the message) before the next starts.
-    Sync,
-    /// Sends are posted without waiting and overlap.
-    #[default]
-    Async,
-}
 
 /// Which communication backend runs the program.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, ValueEnum)]
@@ -44,15 +33,6 @@ pub enum BackendChoice {
     Local,
     /// One MPI rank per worker; needs the `mpi` feature.
     Mpi,
-}
-
-impl fmt::Display for Protocol {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Protocol::Sync => "sync",
-            Protocol::Async => "async",
-        })
-    }
 }
 
 /// The runtime's command-line flags; flatten into your own parser with `#[command(flatten)]`.
@@ -203,6 +183,9 @@ pub const MAX_MIN_CHUNK: usize = 1_000_000_000;
 
 /// The most events a trace may keep: about 11 GB of memory and of file at 110 bytes an event.
 pub const MAX_TRACE_LIMIT: usize = 100_000_000;
+
+/// Events a trace keeps by default (`--trace-limit`).
+const DEFAULT_TRACE_LIMIT: usize = 1_000_000;
 
 fn parse_load(text: &str) -> std::result::Result<LoadPattern, ValueError> {
     text.parse()
@@ -447,7 +430,7 @@ impl Default for RunConfig {
             tuning: TuningConfig::default(),
             control: None,
             trace: None,
-            trace_limit: crate::trace::DEFAULT_LIMIT,
+            trace_limit: DEFAULT_TRACE_LIMIT,
             quiet: false,
             verbose: false,
             load: LoadPattern::None,
@@ -727,6 +710,18 @@ impl RunConfig {
             (_, Protocol::Sync) => 0,
             (Some(n), Protocol::Async) => n,
             (None, Protocol::Async) => 1,
+        }
+    }
+
+    /// What the tuner takes of this configuration.
+    pub(crate) fn tuner_setup(&self) -> crate::tuning::TunerSetup {
+        crate::tuning::TunerSetup {
+            tuning: self.tuning.clone(),
+            protocol: self.protocol,
+            prefetch: self.prefetch_depth(),
+            min_chunk: self.min_chunk,
+            auto_policy: self.policy == PolicyName::Auto,
+            quiet: self.quiet,
         }
     }
 

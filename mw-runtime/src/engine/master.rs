@@ -83,7 +83,7 @@ where
             .filter(|settled| !settled.is_empty()),
         held: (0..pool).map(|_| VecDeque::new()).collect(),
         stats,
-        tuner: Tuner::new(config, layout, objective),
+        tuner: Tuner::new(config.tuner_setup(), layout, objective),
         control: None,
         next_chunk_id: 0,
         metrics: RunMetrics {

@@ -16,6 +16,19 @@ pub struct Fit {
     pub samples: usize,
 }
 
+/// `mo` and `k` as the tuner last fitted them ([`fit_latency_bandwidth`]), as the metrics of an
+/// iteration record them.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Link {
+    pub mo_ms: f64,
+    pub k_ms_per_byte: f64,
+    /// Transfers the fit used.
+    pub samples: usize,
+    /// Whether `k` comes from a fit the tuner trusted (its r² high enough); otherwise `k` is the
+    /// last such fit's, or 0.
+    pub fitted: bool,
+}
+
 /// Least-squares fit of `transfer_ms = mo + k·bytes` to `(bytes, transfer_ms)` samples, with
 /// `mo ≥ 0` and `k ≥ 0`.
 ///

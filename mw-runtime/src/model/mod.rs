@@ -54,9 +54,10 @@ mod tests;
 
 use serde::{Deserialize, Serialize};
 
-pub use crate::config::Protocol;
+pub use crate::protocol::Protocol;
 pub use curve::{Curve, MAX_SWEEP_POINTS, Point, sweep};
 pub use error::ModelError;
+pub(crate) use fit::Link;
 pub use fit::{Fit, fit_latency_bandwidth};
 pub use mcmc::{MCMC_LIMIT, master_falls_behind, mcmc, mcmc_closed_form};
 pub use time::{efficiency, iteration_time, performance_index, regime, round_trip, send_phase};

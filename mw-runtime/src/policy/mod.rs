@@ -62,7 +62,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
-use crate::measure::TaskStats;
+use crate::stats::TaskStats;
 
 pub use batch::{Factoring, Fsc, Static};
 pub use daf::Daf;

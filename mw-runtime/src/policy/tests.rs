@@ -1,7 +1,7 @@
 use super::*;
 use std::time::Duration;
 
-use crate::measure::{Moments, TaskStats};
+use crate::stats::{Moments, TaskStats};
 
 /// Chunk sizes a policy hands out for one iteration, asking round-robin.
 fn sizes(

@@ -4,7 +4,7 @@
 
 use super::dls::fac2_chunk;
 use super::{Ask, ChunkDone, Plan, Policy};
-use crate::measure::{Moments, TaskStats};
+use crate::stats::{Moments, TaskStats};
 
 /// The workers taking part, as a policy learns them: those that asked since the iteration
 /// began; until all `N` have, the others count at the pooled speed.

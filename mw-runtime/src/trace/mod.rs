@@ -43,10 +43,28 @@ use std::path::Path;
 
 use crate::error::Result;
 use crate::metrics::RunMetrics;
-use crate::transport::FromWorker;
 
-/// Events kept by default (`--trace-limit`).
-pub(crate) const DEFAULT_LIMIT: usize = 1_000_000;
+/// What the trace reads of a message from a worker: the transport's messages convert into it,
+/// so that the trace knows nothing of the transport.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Heard<'a> {
+    /// A chunk's results.
+    Results {
+        chunk: u64,
+        /// Results in the answer (the tasks that did not fail).
+        tasks: usize,
+        /// How many of the chunk's tasks failed, and why the first did.
+        failed: Option<(usize, &'a str)>,
+        /// When `do_work` began on the chunk, from a worker that shares the master's clock.
+        began: Option<Instant>,
+        /// Time in `do_work` for the chunk, in ns.
+        busy_ns: u64,
+    },
+    /// `do_work` panicked on the chunk.
+    Failure { chunk: u64, message: &'a str },
+    /// Anything else: a worker ready, finished or lost.
+    Other,
+}
 
 /// The trace being recorded, or nothing when `--trace` is off.
 #[derive(Debug)]
@@ -243,27 +261,36 @@ impl Trace {
     /// The master waited from `mark` until now for `message` from `worker`. Results also give
     /// the worker's `do_work` slice, a failure its instant.
     #[inline]
-    pub(crate) fn received<T, R>(&mut self, mark: Mark, worker: usize, message: &FromWorker<T, R>) {
+    pub(crate) fn received<'a>(
+        &mut self,
+        mark: Mark,
+        worker: usize,
+        message: impl Into<Heard<'a>>,
+    ) {
         // Inlined down to this test: with tracing off, nothing per answer but it.
         if self.recorder.is_some() {
-            self.record_received(mark, worker, message);
+            self.record_received(mark, worker, message.into());
         }
     }
 
-    fn record_received<T, R>(&mut self, mark: Mark, worker: usize, message: &FromWorker<T, R>) {
+    fn record_received(&mut self, mark: Mark, worker: usize, message: Heard<'_>) {
         let (Some(r), Mark(Some(at))) = (&mut self.recorder, mark) else {
             return;
         };
         let start = r.ns(at);
         let held = r.holding.get_mut(worker).and_then(VecDeque::pop_front);
         match message {
-            FromWorker::Done(done) => {
-                let chunk = held.map_or(done.chunk, |h| h.chunk);
-                let tasks = done.results.len();
+            Heard::Results {
+                chunk: answered,
+                tasks,
+                failed,
+                began,
+                busy_ns,
+            } => {
+                let chunk = held.map_or(answered, |h| h.chunk);
                 let arrived = r.push(Kind::Receive(Answer::Results), worker, chunk, tasks, start);
-                if let Some((_, why)) = done.failed.first() {
+                if let Some((n, why)) = failed {
                     let iteration = r.iteration;
-                    let n = done.failed.len();
                     r.failures.push(FailureMark {
                         at: arrived,
                         worker: saturate(worker),
@@ -272,31 +299,25 @@ impl Trace {
                         message: format!("{n} task(s) failed, the first: {why}"),
                     });
                 }
-                if let Some(held) = held.filter(|h| h.chunk == done.chunk) {
-                    match done.began {
-                        Some(began) => r.work_at(worker, held, r.ns(began), done.busy_ns),
-                        None => r.place_work(worker, held, done.busy_ns, arrived),
+                if let Some(held) = held.filter(|h| h.chunk == answered) {
+                    match began {
+                        Some(began) => r.work_at(worker, held, r.ns(began), busy_ns),
+                        None => r.place_work(worker, held, busy_ns, arrived),
                     }
                 }
             }
-            FromWorker::Failed(failed) => {
-                let arrived = r.push(
-                    Kind::Receive(Answer::Failure),
-                    worker,
-                    failed.chunk,
-                    0,
-                    start,
-                );
+            Heard::Failure { chunk, message } => {
+                let arrived = r.push(Kind::Receive(Answer::Failure), worker, chunk, 0, start);
                 let iteration = r.iteration;
                 r.failures.push(FailureMark {
                     at: arrived,
                     worker: saturate(worker),
-                    chunk: failed.chunk,
+                    chunk,
                     iteration,
-                    message: failed.message.clone(),
+                    message: message.to_owned(),
                 });
             }
-            FromWorker::Ready { .. } | FromWorker::Finished { .. } | FromWorker::Lost { .. } => {
+            Heard::Other => {
                 r.push(Kind::Receive(Answer::Other), worker, 0, 0, start);
             }
         }

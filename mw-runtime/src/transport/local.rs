@@ -28,7 +28,7 @@ use crate::clock::Instant;
 use crate::codec::Message;
 use crate::config::{EmulatedLink, Protocol};
 use crate::error::{Error, Result};
-use crate::tuning::Layout;
+use crate::layout::Layout;
 
 /// How long a receiver looks for a message before it blocks on the channel.
 const LOOK_AGAIN: Duration = Duration::from_micros(50);

@@ -15,8 +15,9 @@ use std::time::Duration;
 
 use crate::codec::{DecodeError, Message, Reader};
 use crate::error::Result;
+use crate::layout::Layout;
 use crate::measure::Moments;
-use crate::tuning::Layout;
+use crate::trace::Heard;
 
 /// Master → worker.
 #[derive(Debug)]
@@ -141,6 +142,31 @@ pub(crate) struct Failed<T> {
     pub chunk: u64,
     pub tasks: Vec<T>,
     pub message: String,
+}
+
+/// What the trace reads of an answer.
+impl<'a, T, R> From<&'a FromWorker<T, R>> for Heard<'a> {
+    fn from(message: &'a FromWorker<T, R>) -> Self {
+        match message {
+            FromWorker::Done(done) => Heard::Results {
+                chunk: done.chunk,
+                tasks: done.results.len(),
+                failed: done
+                    .failed
+                    .first()
+                    .map(|(_, why)| (done.failed.len(), why.as_str())),
+                began: done.began,
+                busy_ns: done.busy_ns,
+            },
+            FromWorker::Failed(failed) => Heard::Failure {
+                chunk: failed.chunk,
+                message: &failed.message,
+            },
+            FromWorker::Ready { .. } | FromWorker::Finished { .. } | FromWorker::Lost { .. } => {
+                Heard::Other
+            }
+        }
+    }
 }
 
 /// The master's side of a backend.

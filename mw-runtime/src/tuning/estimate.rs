@@ -6,12 +6,14 @@
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-use crate::config::Protocol;
+use crate::layout::Layout;
 use crate::measure::{Moments, Observation, Send, Transfer};
+pub(crate) use crate::model::Link;
 use crate::model::broadcast::{self, BroadcastParams};
 use crate::model::{self, ModelError, Params};
+use crate::protocol::Protocol;
 
-use super::machine::{Layout, Machine};
+use super::machine::Machine;
 use super::queue::{self, Log};
 
 /// Iterations whose transfers the fit of `mo` and `k` uses.
@@ -28,17 +30,6 @@ pub(crate) const MIN_R2: f64 = 0.3;
 /// A worker whose rate of tasks lies within this share of the pool's mean counts at the mean:
 /// the spread of a few tasks' times, not a slower machine.
 pub(crate) const RATE_SPREAD: f64 = 0.1;
-
-/// `mo` and `k` as last fitted.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub(crate) struct Link {
-    pub mo_ms: f64,
-    pub k_ms_per_byte: f64,
-    /// Transfers the fit used.
-    pub samples: usize,
-    /// Whether `k` comes from a fit with r² ≥ [`MIN_R2`].
-    pub fitted: bool,
-}
 
 /// The per-iteration inputs of the model, per task where the task count may change.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]

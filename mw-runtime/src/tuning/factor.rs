@@ -7,9 +7,9 @@ use super::TunerView;
 use super::decide::{CONDITIONS_CHANGED, Explanation, MIN_GAIN, Proposal};
 use super::estimate::{Estimate, Inputs};
 use super::simulate::{SimWorker, Spec, simulate};
-use crate::config::Protocol;
 use crate::measure::TaskStats;
 use crate::policy::{PolicyChoice, PolicyName};
+use crate::protocol::Protocol;
 use crate::tunables::Change;
 
 /// The factors tried: 0.1, 0.2, …, 1.0.

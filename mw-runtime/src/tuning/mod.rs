@@ -31,23 +31,38 @@ mod workers;
 #[cfg(test)]
 mod tests;
 
+pub use crate::layout::Layout;
 pub use decide::Proposal;
-pub use machine::Layout;
 pub use view::{TunerView, TunerViewBuilder};
 
 use std::fmt;
 
-use crate::config::{Objective, Protocol, RunConfig, TuningConfig};
 use crate::measure::{Moments, Observation, TaskStats};
-use crate::policy::{PolicyName, Registry};
+use crate::policy::Registry;
+use crate::protocol::Protocol;
 use crate::tunables::{
     Applied, Change, Source, TakesEffect, Tunable, Tunables, TunablesHandle, Why,
 };
+use config::{Objective, TuningConfig};
 use decide::{Conditions, Decider, Evidence, Verdict};
 use estimate::Estimate;
 
 /// `mo` and `k` as estimated after an iteration, for the metrics.
 pub(crate) use estimate::Link;
+
+/// What the tuner takes of the run's configuration (the configuration sits above tuning: it
+/// holds the tuning's own section, the control address, the tunables' starting values).
+#[derive(Debug, Clone)]
+pub(crate) struct TunerSetup {
+    pub tuning: TuningConfig,
+    pub protocol: Protocol,
+    /// Chunks a worker holds ahead, as the engine sends them.
+    pub prefetch: usize,
+    pub min_chunk: usize,
+    /// `--policy auto`: the policy is tuned too.
+    pub auto_policy: bool,
+    pub quiet: bool,
+}
 
 /// The tuner of one run.
 #[derive(Debug)]
@@ -82,23 +97,23 @@ pub(crate) struct Tuner {
 }
 
 impl Tuner {
-    /// The tuner of a run with `config`, its workers on the machines of `layout` when known,
-    /// choosing `nworkers` for `objective`.
-    pub fn new(config: &RunConfig, layout: Option<Layout>, objective: Objective) -> Self {
+    /// The tuner of a run set up as `setup`, its workers on the machines of `layout` when
+    /// known, choosing `nworkers` for `objective`.
+    pub fn new(setup: TunerSetup, layout: Option<Layout>, objective: Objective) -> Self {
         Tuner {
-            config: config.tuning.clone(),
+            config: setup.tuning,
             objective,
-            protocol: config.protocol,
-            prefetch: config.prefetch_depth(),
-            min_chunk: config.min_chunk,
+            protocol: setup.protocol,
+            prefetch: setup.prefetch,
+            min_chunk: setup.min_chunk,
             estimate: Estimate::on(layout),
-            tunlets: built_in_tunlets(config.policy == PolicyName::Auto),
+            tunlets: built_in_tunlets(setup.auto_policy),
             decider: Decider::default(),
             calibration_before: 0.0,
             mark: Span::default(),
             looked: false,
             policies: Registry::default(),
-            quiet: config.quiet,
+            quiet: setup.quiet,
             dropped: Vec::new(),
         }
     }
@@ -173,7 +188,7 @@ impl Tuner {
             self.decider.scored(score, obs.facts.time_ms, residual);
         }
         let first = !std::mem::replace(&mut self.looked, true);
-        if self.config.mode == crate::config::TuneMode::Off {
+        if self.config.mode == config::TuneMode::Off {
             return;
         }
         let index = obs.facts.index;
@@ -226,7 +241,7 @@ impl Tuner {
     /// factor`), a look could change nothing, and its fit of `mo` and `k` cost Xfire at 30
     /// workers about a millisecond an iteration, 4 % of its run.
     pub fn wants_look(&self, so_far: &[Moments]) -> bool {
-        if self.config.mode == crate::config::TuneMode::Off {
+        if self.config.mode == config::TuneMode::Off {
             return false;
         }
         if self.estimate.iterations == 0
@@ -274,7 +289,7 @@ impl Tuner {
         stats: &TaskStats,
         handle: &TunablesHandle,
     ) -> bool {
-        if self.config.mode == crate::config::TuneMode::Off {
+        if self.config.mode == config::TuneMode::Off {
             return false;
         }
         let index = so_far.facts.index;
@@ -323,7 +338,7 @@ impl Tuner {
     /// is judged on what followed it, if that was at least a task per worker; otherwise kept.
     pub fn close_midway(&mut self, end: Span, index: usize, handle: &TunablesHandle) {
         self.mark = Span::default();
-        if self.config.mode == crate::config::TuneMode::Off {
+        if self.config.mode == config::TuneMode::Off {
             return;
         }
         let Some(start) = self.decider.trial.as_ref().and_then(|t| t.midway) else {

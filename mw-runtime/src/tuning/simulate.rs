@@ -45,10 +45,10 @@
 use std::cmp::{Ordering, Reverse};
 use std::collections::{BinaryHeap, HashMap};
 
-use crate::config::Protocol;
 use crate::load::LoadPattern;
 use crate::measure::{Moments, TaskStats};
 use crate::policy::{Ask, ChunkDone, Plan, Policy, PolicyName, sends_ahead};
+use crate::protocol::Protocol;
 use crate::random::SplitMix64;
 
 /// One worker's measured task time.

@@ -171,7 +171,7 @@ impl Harness {
             policy: PolicyName::Daf.into(),
         };
         Harness {
-            tuner: Tuner::new(&config, None, objective),
+            tuner: Tuner::new(config.tuner_setup(), None, objective),
             handle: TunablesHandle::new(tunables, POOL),
             stats: TaskStats::new(POOL),
             decisions: Vec::new(),
@@ -1038,7 +1038,7 @@ fn factor_after(time: impl Fn(f64) -> f64) -> f64 {
         policy: PolicyName::Factoring.into(),
     };
     let mut h = Harness {
-        tuner: Tuner::new(&config, None, Objective::Time),
+        tuner: Tuner::new(config.tuner_setup(), None, Objective::Time),
         handle: TunablesHandle::new(tunables, POOL),
         stats: TaskStats::new(POOL),
         decisions: Vec::new(),

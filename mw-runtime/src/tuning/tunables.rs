@@ -15,6 +15,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
+pub use crate::metrics::Decision;
 use crate::policy::{PolicyChoice, PolicyName};
 
 /// The values the runtime tunes while the program runs.
@@ -445,38 +446,6 @@ impl Why {
             details: serde_json::Value::Null,
         }
     }
-}
-
-/// A change of a tunable, with why it was made. Listed under `decisions` in the metrics.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct Decision {
-    /// The first iteration that runs with the new value, or, for a change made inside an
-    /// iteration, that iteration.
-    pub iteration: usize,
-    /// For a change made inside an iteration: how many of its tasks were done when it was made.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tasks_done: Option<usize>,
-    /// `nworkers`, `factor` or `policy`.
-    pub tunable: String,
-    /// Value before.
-    pub from: serde_json::Value,
-    /// Value after.
-    pub to: serde_json::Value,
-    /// Why: the tuner's reasoning with the model's numbers, `application`, or `external`.
-    pub reason: String,
-    /// The tuner's decision in a few words, as printed while the run goes on: why in words and
-    /// the expected gain (the model's numbers are in `reason` and `details`).
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub summary: String,
-    /// The model's prediction of the iteration time with the new value, in ms (tuner only).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub predicted_ms: Option<f64>,
-    /// The measured iteration time the decision was taken on, in ms (tuner only).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub measured_ms: Option<f64>,
-    /// The inputs and the model's numbers behind a tuner's decision.
-    #[serde(default, skip_serializing_if = "serde_json::Value::is_null")]
-    pub details: serde_json::Value,
 }
 
 /// A shared handle on the tunables of a running program: read the values in force, request

@@ -3,12 +3,13 @@
 
 use std::ops::RangeInclusive;
 
+use super::config::Objective;
 use super::estimate::{Estimate, Inputs, Link};
 use super::simulate::{SimWorker, Spec};
 use super::{Look, factor, workers};
-use crate::config::{Objective, Protocol};
 use crate::measure::{Facts, Moments, Observation, TaskStats};
 use crate::policy::{PolicyChoice, PolicyName, Registry};
+use crate::protocol::Protocol;
 use crate::tunables::{TunableId, TunableValue, Tunables, TunablesHandle};
 
 /// What a [`Tunlet`](super::Tunlet) sees: the tuner's estimate of the program, read-only. The

@@ -2,12 +2,13 @@
 
 use serde_json::json;
 
+use super::config::Objective;
 use super::decide::{Explanation, Proposal};
 use super::estimate::{Estimate, Inputs};
 use super::machine::Machine;
-use crate::config::{Objective, Protocol};
 use crate::measure::Observation;
 use crate::model::balance::quality_bound;
+use crate::protocol::Protocol;
 use crate::tunables::Change;
 
 /// Imbalance tolerated above the model's bound before the load counts as unbalanced.

@@ -11,9 +11,9 @@ use super::spawn::{self, Spawner};
 use super::start_watch::{self, StartWatch};
 use super::worker_link::MpiWorker;
 use super::{layout, lifeline};
-use crate::config::Protocol;
 use crate::engine::master::{guarded, run_master, stop_workers};
 use crate::error::{Error, ErrorKind, Result};
+use crate::protocol::Protocol;
 
 /// MPI as the runtime started it to agree on the checks before a run ([`agree_at_start`]),
 /// for the run to take over and end.

@@ -5,7 +5,7 @@
 use mpi::topology::{Communicator, SimpleCommunicator};
 use mpi::traits::Root;
 
-use crate::tuning::Layout;
+use crate::layout::Layout;
 
 /// Bytes of a node's name kept (MPI's own limit on most implementations).
 const NAME: usize = 256;

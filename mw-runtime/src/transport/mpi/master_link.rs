@@ -21,10 +21,10 @@ use super::{
     CHUNK, DONE, FAILED, FATAL, FINISHED, KILL, LEAVE_UNFINALIZED, LOST, READY, SHARED, STOP,
 };
 use crate::codec::{self, Message, Reader};
-use crate::config::Protocol;
 use crate::error::{Error, Result};
+use crate::layout::Layout;
+use crate::protocol::Protocol;
 use crate::transport::{Chunk, Done, FromWorker, MasterLink, SentBuffers, SentChunk, ToWorker};
-use crate::tuning::Layout;
 
 /// Send buffers the master keeps for reuse, at most.
 const SPARE: usize = 64;

@@ -22,7 +22,7 @@ use super::master_link::{MpiMaster, recovery_enabled};
 use super::spawn::Spawner;
 use super::worker_link::MpiWorker;
 use super::{kill, layout, lifeline};
-use crate::config::Protocol;
+use crate::protocol::Protocol;
 use crate::transport::{Chunk, Done, FromWorker, MasterLink, ToWorker, WorkerLink};
 
 /// What each worker does with its first chunk.

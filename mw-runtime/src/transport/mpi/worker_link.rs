@@ -13,7 +13,7 @@ use super::posted::Posted;
 use super::{CHUNK, DONE, FAILED, FATAL, FINISHED, KILL, LEAVE_UNFINALIZED, READY, SHARED, STOP};
 use super::{kill, lifeline};
 use crate::codec::{Message, Reader};
-use crate::config::Protocol;
+use crate::protocol::Protocol;
 use crate::transport::{Chunk, Done, FromWorker, ToWorker, WorkerLink};
 
 /// Ends the process named by a [`KILL`] message, on this worker's node.
