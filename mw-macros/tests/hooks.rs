@@ -272,7 +272,7 @@ fn inherent_methods_stay_callable() {
         index: 0,
         workers: 1,
         factor: 0.5,
-        policy: mw::PolicyName::Static,
+        policy: mw::PolicyName::Static.into(),
     };
     // The inherent method and the trait method are the same hook.
     let work = fire.partition(&iteration);

@@ -3,7 +3,7 @@
 use std::fmt;
 
 use crate::codec::Message;
-use crate::policy::{Policy, PolicyName};
+use crate::policy::{Policy, PolicyChoice};
 use crate::protocol::Protocol;
 use crate::tunables::TunablesHandle;
 use crate::tuning::Tunlet;
@@ -237,11 +237,10 @@ pub struct Iteration {
     pub workers: usize,
     /// The distribution factor.
     pub factor: f64,
-    /// The distribution policy: the one named by `--policy` or chosen by `auto`, the
-    /// configured name still when the program brought its own ([`Setup::policy`]), `daf`
-    /// when `--policy` names one the program registered ([`Setup::register_policy`]), and
-    /// `auto` while `auto` runs a registered one; the metrics record the policy's own name.
-    pub policy: PolicyName,
+    /// The distribution policy running: a built-in one (named by `--policy` or chosen by
+    /// `auto`) or one the program registered ([`Setup::register_policy`]), by its name; the
+    /// configured name still when the program brought its own ([`Setup::policy`]).
+    pub policy: PolicyChoice,
 }
 
 /// What the master can see and control before the first iteration.

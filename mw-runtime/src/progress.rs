@@ -276,7 +276,7 @@ mod tests {
             index,
             workers: 4,
             factor: 0.5,
-            policy: PolicyName::Daf,
+            policy: PolicyName::Daf.into(),
         }
     }
 

@@ -355,3 +355,46 @@ fn a_run_started_on_a_registered_policy_changes_policy_like_any_other() {
         "{refused}"
     );
 }
+
+/// Registers `tiles` and keeps what each iteration says the policy is.
+struct Seeing {
+    seen: std::sync::Arc<std::sync::Mutex<Vec<mw_runtime::PolicyChoice>>>,
+}
+
+impl Master for Seeing {
+    type Task = u32;
+    type Result = u32;
+    type Shared = ();
+
+    fn initialize(&mut self, setup: &mut Setup) -> mw_runtime::Result<()> {
+        setup.register_policy("tiles", || {
+            Box::new(Fixed {
+                name: "tiles",
+                size: 8,
+            })
+        })
+    }
+
+    fn partition(&mut self, it: &Iteration) -> Work<(), u32> {
+        self.seen.lock().unwrap().push(it.policy.clone());
+        Work::tasks(if it.index < 2 {
+            (0..40).collect()
+        } else {
+            Vec::new()
+        })
+    }
+
+    fn recover(&mut self, _task: TaskId, _result: u32) {}
+}
+
+#[test]
+fn the_iteration_names_the_registered_policy_running() {
+    let seen = std::sync::Arc::default();
+    let master = {
+        let seen = std::sync::Arc::clone(&seen);
+        move || Seeing { seen }
+    };
+    mw_runtime::run_config(&config("", &["--policy", "tiles"]), master, Echo::default).unwrap();
+    let tiles = mw_runtime::PolicyChoice::Registered("tiles".into());
+    assert_eq!(*seen.lock().unwrap(), vec![tiles; 3]);
+}

@@ -15,7 +15,7 @@ fn iteration(index: usize, workers: usize, policy: PolicyName) -> Iteration {
         index,
         workers,
         factor: 0.5,
-        policy,
+        policy: policy.into(),
     }
 }
 

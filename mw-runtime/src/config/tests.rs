@@ -67,6 +67,18 @@ fn invalid_values_are_refused_with_help() {
         e.contains("`factor` = 1.5 is out of range") && e.contains("help:"),
         "{e}"
     );
+    // The flag's factor is checked where the file's is, with the same words.
+    let flag = |factor: f64| {
+        let args = RunArgs {
+            factor: Some(factor),
+            ..RunArgs::default()
+        };
+        RunConfig::merge(&ConfigFile::default().run, &args)
+            .unwrap_err()
+            .to_string()
+    };
+    assert_eq!(flag(1.5), e);
+    assert!(flag(-1.0).contains("`factor` = -1 is out of range"));
     let e = bad("[run]\nworkers = 0");
     assert!(e.contains("a run with 0 workers"), "{e}");
     let e = bad("[run]\nworkers = 4\nmax_workers = 2");
@@ -183,7 +195,14 @@ fn flags_are_checked_by_clap() {
         run: RunArgs,
     }
     use clap::Parser;
-    assert!(Cli::try_parse_from(["app", "--factor", "0"]).is_err());
+    // A factor's range is checked with the configuration's (`invalid_values_are_refused_with_help`).
+    assert!(Cli::try_parse_from(["app", "--factor", "x"]).is_err());
+    let zero = Cli::try_parse_from(["app", "--factor", "0"]).unwrap();
+    let e = RunConfig::merge(&ConfigFile::default().run, &zero.run).unwrap_err();
+    assert!(
+        e.to_string().contains("`factor` = 0 is out of range"),
+        "{e}"
+    );
     assert!(Cli::try_parse_from(["app", "--workers", "0"]).is_err());
     assert!(Cli::try_parse_from(["app", "--policy", "no pe"]).is_err());
     assert!(Cli::try_parse_from(["app", "--policy", ""]).is_err());
@@ -399,7 +418,6 @@ fn negative_numbers_get_the_rule_not_an_unexpected_argument() {
         ("--min-chunk", "must be at least 1"),
         ("--prefetch", "must be 0 or more"),
         ("--trace-limit", "must be 0 or more"),
-        ("--factor", "must be in (0, 1]"),
     ] {
         let error = Cli::try_parse_from(["app", flag, "-1"])
             .unwrap_err()

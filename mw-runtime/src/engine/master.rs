@@ -481,10 +481,7 @@ where
                 index,
                 workers: tunables.nworkers.min(healthy),
                 factor: tunables.factor,
-                policy: match tunables.policy {
-                    PolicyChoice::BuiltIn(name) => name,
-                    PolicyChoice::Registered(_) => self.config.policy,
-                },
+                policy: tunables.policy.clone(),
             };
             match self.iteration(&iteration)? {
                 Some(Flow::Continue) => {

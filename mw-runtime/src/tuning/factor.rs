@@ -161,35 +161,31 @@ pub(crate) struct Key {
 }
 
 impl Key {
-    /// The key of simulating `s` (its policy as `policy`) on `workers` with the inputs as
-    /// measured: `now`, the shared part's bytes, `mo` and `k`.
-    pub(crate) fn new(
-        s: &Setting<'_>,
-        policy: PolicyName,
-        now: &Inputs,
-        shared_bytes: f64,
-        (mo, k): (f64, f64),
-        workers: &[SimWorker],
-    ) -> Key {
-        let task = now.task_ms.max(f64::MIN_POSITIVE);
-        let bytes = now.to_per_task + now.from_per_task + 1.0;
+    /// The key of simulating the view's tasks under `policy` on `workers`.
+    pub(crate) fn new(view: &TunerView<'_>, policy: PolicyName, workers: &[SimWorker]) -> Key {
+        let (mo, k) = (
+            view.mo_ms().unwrap_or(0.0),
+            view.k_ms_per_byte().unwrap_or(0.0),
+        );
+        let task = view.task_ms().max(f64::MIN_POSITIVE);
+        let bytes = view.task_bytes() + view.result_bytes() + 1.0;
         Key {
             exact: (
                 workers.len(),
                 policy,
-                s.factor.to_bits(),
-                s.min_chunk,
-                s.protocol,
+                view.factor().to_bits(),
+                view.min_chunk(),
+                view.protocol(),
             ),
             pooled: vec![
-                (s.tasks as f64, 1.0),
+                (view.tasks() as f64, 1.0),
                 (task, task),
-                (now.task_sd_ms, task),
-                (now.to_per_task, bytes),
-                (now.from_per_task, bytes),
-                (shared_bytes, bytes),
-                (now.recover_per_task_ms, task),
-                (now.serial_ms, task),
+                (view.task_sd_ms(), task),
+                (view.task_bytes(), bytes),
+                (view.result_bytes(), bytes),
+                (view.shared_bytes(), bytes),
+                (view.recover_ms_per_task(), task),
+                (view.serial_ms(), task),
                 (mo, task),
                 (k * bytes, task),
             ],
@@ -245,28 +241,7 @@ impl FactorTunlet {
             return None;
         }
         let workers = view.simulated_workers(view.workers().min(tasks).max(1));
-        let setting = Setting {
-            tasks,
-            workers: view.workers(),
-            factor: view.factor(),
-            policy,
-            min_chunk: view.min_chunk(),
-            protocol: view.protocol(),
-            prefetch: view.prefetch(),
-            stats: &TaskStats::default(),
-        };
-        let link = (
-            view.mo_ms().unwrap_or(0.0),
-            view.k_ms_per_byte().unwrap_or(0.0),
-        );
-        let key = Key::new(
-            &setting,
-            policy,
-            &view.inputs(),
-            view.shared_bytes(),
-            link,
-            &workers,
-        );
+        let key = Key::new(view, policy, &workers);
         let reused = self
             .last
             .as_ref()

@@ -643,7 +643,7 @@ impl Tuner {
 /// A tunlet may as well propose the runtime's `factor` ([`TunableId::FACTOR`](crate::TunableId::FACTOR)),
 /// `nworkers` ([`TunableId::NWORKERS`](crate::TunableId::NWORKERS)) or `policy`
 /// ([`Proposal::policy`]), in place of the built-in one or beside it. The built-in factor
-/// tunlet reads nothing but the public [`TunerView`], and simulates with
+/// and policy tunlets read nothing but the public [`TunerView`], and simulate with
 /// [`TunerView::simulation`]; [`TunerViewBuilder`] builds a view for a test
 /// (`tests/factor_tunlet.rs` tests a factor tunlet written that way). A proposal for another
 /// tunable than the tunlet's, with a value out of range or no finite gain, is dropped with a
@@ -710,15 +710,7 @@ impl Tunlet for policy::PolicyTunlet {
         Tunable::Policy
     }
     fn propose(&mut self, view: &TunerView<'_>) -> Option<Proposal> {
-        policy::PolicyTunlet::propose(
-            self,
-            view.look.estimate,
-            view.look.obs,
-            view.setting,
-            view.inside_iteration(),
-            &view.look.current.policy,
-            view.registered.entries(),
-        )
+        policy::PolicyTunlet::propose(self, view)
     }
 }
 

@@ -9,11 +9,10 @@
 
 use serde_json::json;
 
+use super::TunerView;
 use super::decide::{Explanation, Proposal};
-use super::estimate::Estimate;
-use super::factor::{Key, REPS, SAME_SPEED_MAX, Setting, sim_workers, spec};
-use super::simulate::{SimWorker, simulate, simulate_with};
-use crate::measure::Observation;
+use super::factor::{Key, REPS, SAME_SPEED_MAX};
+use super::simulate::{SimWorker, Spec, simulate, simulate_with};
 use crate::policy::{PolicyChoice, PolicyFactory, PolicyName};
 use crate::tunables::Change;
 
@@ -92,45 +91,42 @@ fn simulated_as(policy: &PolicyChoice) -> PolicyChoice {
 impl PolicyTunlet {
     /// Simulates the next iteration under every candidate (or reuses the last simulation) and
     /// proposes the fastest when it is not the current policy. Ties keep the current policy.
-    pub fn propose(
-        &mut self,
-        est: &Estimate,
-        obs: &Observation,
-        s: &Setting<'_>,
-        inside: bool,
-        running: &PolicyChoice,
-        registered: &[(String, PolicyFactory)],
-    ) -> Option<Proposal> {
-        let n = s.workers.min(s.tasks).max(1);
+    ///
+    /// It reads nothing but the public [`TunerView`], as a program's tunlet would.
+    pub fn propose(&mut self, view: &TunerView<'_>) -> Option<Proposal> {
+        let running = view.policy();
+        let registered = view.registered_policies();
+        let inside = view.inside_iteration();
+        let tasks = view.tasks();
+        let n = view.workers().min(tasks).max(1);
         // Until every worker taking part has been measured the simulation would see them all
         // at the pooled speed, and choose for identical workers.
-        if s.tasks == 0 || est.workers.iter().filter(|m| m.count() > 0).count() < n {
+        if tasks == 0 || view.measured_workers() < n {
             return None;
         }
-        let workers = sim_workers(est, n);
+        // What the simulations are keyed on: a registered policy as `auto`, the factor
+        // tunlet's way.
+        let setting_policy = match running {
+            PolicyChoice::BuiltIn(name) => *name,
+            PolicyChoice::Registered(_) => PolicyName::Auto,
+        };
+        let factor = view.factor();
+        let workers = view.simulated_workers(n);
         // Inside an iteration the master simulates instead of sending, and the workers of
         // `ss` soon wait: one simulated run per candidate, whose tasks are many enough for
         // their sum to vary little.
         let reps = if inside { 1 } else { REPS };
         if !inside {
-            self.remember(obs.facts.index, &workers);
+            self.remember(view.iteration(), &workers);
         }
         let scenarios = self.scenarios(&workers);
-        let link = est.link.map_or((0.0, 0.0), |l| (l.mo_ms, l.k_ms_per_byte));
-        let key = Key::new(
-            s,
-            s.policy,
-            &est.now,
-            est.shared_bytes,
-            link,
-            &scenarios.concat(),
-        );
+        let key = Key::new(view, setting_policy, &scenarios.concat());
         if let Some(at) = self.last.iter().position(|(last, _)| last.close_to(&key)) {
             // The one used goes last, the oldest is dropped first.
             let hit = self.last.remove(at);
             self.last.push(hit);
         } else {
-            let seed = obs.facts.index as u64;
+            let seed = view.iteration() as u64;
             let built_in = CANDIDATES.iter().map(|&p| (PolicyChoice::from(p), None));
             let own = registered
                 .iter()
@@ -140,18 +136,15 @@ impl PolicyTunlet {
                 .map(|(policy, factory)| {
                     let time = scenarios
                         .iter()
-                        .map(|speeds| {
-                            let mut spec = spec(est, s, speeds, s.factor);
-                            match (&policy, factory) {
-                                (_, Some(factory)) => {
-                                    simulate_with(&spec, &|| factory(), seed, reps)
-                                }
-                                (PolicyChoice::BuiltIn(name), None) => {
-                                    spec.policy = *name;
-                                    simulate(&spec, seed, reps)
-                                }
-                                (PolicyChoice::Registered(_), None) => f64::NAN,
+                        .map(|speeds| match (&policy, factory) {
+                            (_, Some(factory)) => {
+                                let spec = view.simulation(speeds, setting_policy, factor);
+                                simulate_with(&spec, &|| factory(), seed, reps)
                             }
+                            (PolicyChoice::BuiltIn(name), None) => {
+                                simulate(&view.simulation(speeds, *name, factor), seed, reps)
+                            }
+                            (PolicyChoice::Registered(_), None) => f64::NAN,
                         })
                         .sum::<f64>()
                         / scenarios.len() as f64;
@@ -167,22 +160,24 @@ impl PolicyTunlet {
         let current = simulated_as(running);
         // What ran is compared with one simulated run: a whole iteration's or a tenth's tasks
         // are many enough for their sum to vary little.
-        let simulate_current = |tasks: usize| {
-            let mut spec = spec(est, s, &workers, s.factor);
-            spec.tasks = tasks;
-            let seed = obs.facts.index as u64;
-            match &current {
-                PolicyChoice::BuiltIn(name) => {
-                    spec.policy = *name;
-                    Some(simulate(&spec, seed, 1))
+        let simulate_current =
+            |tasks: usize| {
+                let seed = view.iteration() as u64;
+                let spec = |policy| Spec {
+                    tasks,
+                    ..view.simulation(&workers, policy, factor)
+                };
+                match &current {
+                    PolicyChoice::BuiltIn(name) => Some(simulate(&spec(*name), seed, 1)),
+                    PolicyChoice::Registered(name) => registered
+                        .iter()
+                        .find(|(n, _)| n == name)
+                        .map(|(_, factory)| {
+                            simulate_with(&spec(setting_policy), &|| factory(), seed, 1)
+                        }),
                 }
-                PolicyChoice::Registered(name) => registered
-                    .iter()
-                    .find(|(n, _)| n == name)
-                    .map(|(_, factory)| simulate_with(&spec, &|| factory(), seed, 1)),
-            }
-        };
-        self.learn(obs, &current, inside, &simulate_current);
+            };
+        self.learn(view, &current, &simulate_current);
         let (_, simulated) = self.last.last()?;
         let times: Vec<(PolicyChoice, f64)> = simulated
             .iter()
@@ -198,9 +193,9 @@ impl PolicyTunlet {
         let gain = 1.0 - time / now;
         // As for the factor: the model's time at the current policy, scaled by the simulated
         // gain.
-        let base = est
-            .predict(s.tasks, s.workers, s.protocol)
-            .unwrap_or(obs.facts.time_ms);
+        let base = view
+            .predicted_ms(tasks, view.workers())
+            .unwrap_or(view.iteration_ms());
         Some(Proposal {
             from: number(running, registered),
             to: number(&policy, registered),
@@ -210,9 +205,9 @@ impl PolicyTunlet {
             predicted_ms: base * (1.0 - gain),
             miss: 0.0,
             explanation: Explanation::Policy(PolicySimulation {
-                tasks: s.tasks,
+                tasks,
                 workers: workers.iter().map(|w| w.mean_ms).collect(),
-                factor: s.factor,
+                factor,
                 simulated: times,
                 current: (current, now),
                 best,
@@ -228,12 +223,12 @@ impl PolicyTunlet {
     /// `simulate_current` simulates `current` over a number of tasks at the speeds measured.
     fn learn(
         &mut self,
-        obs: &Observation,
+        view: &TunerView<'_>,
         current: &PolicyChoice,
-        inside: bool,
         simulate_current: &dyn Fn(usize) -> Option<f64>,
     ) {
-        let index = obs.facts.index;
+        let index = view.iteration();
+        let inside = view.inside_iteration();
         if inside {
             let same = match &self.running {
                 Some((i, p, _)) if *i == index => p == current,
@@ -245,31 +240,28 @@ impl PolicyTunlet {
             }
         } else {
             self.running = None;
-            if obs.facts.mixed {
+            if view.mixed() {
                 return;
             }
         }
-        if simulated_as(&obs.facts.policy) != *current
-            || obs.facts.tasks == 0
-            || obs.facts.time_ms <= 0.0
-        {
+        let (tasks, time_ms) = (view.measured_tasks(), view.iteration_ms());
+        if simulated_as(view.measured_policy()) != *current || tasks == 0 || time_ms <= 0.0 {
             return;
         }
-        let Some(simulated) = simulate_current(obs.facts.tasks) else {
+        let Some(simulated) = simulate_current(tasks) else {
             return;
         };
         if simulated <= 0.0 || !simulated.is_finite() {
             return;
         }
         if inside {
-            let ratio = obs.facts.time_ms / simulated;
+            let ratio = time_ms / simulated;
             self.running = Some((index, current.clone(), Some(ratio)));
         } else if let Some(r) = self.reality.iter_mut().find(|(p, _, _)| p == current) {
-            r.1 += obs.facts.time_ms;
+            r.1 += time_ms;
             r.2 += simulated;
         } else {
-            self.reality
-                .push((current.clone(), obs.facts.time_ms, simulated));
+            self.reality.push((current.clone(), time_ms, simulated));
         }
     }
 

@@ -867,16 +867,10 @@ fn the_policy_tunlet_simulates_the_portfolio() {
         stats: &stats,
     };
     let mut tunlet = policy::PolicyTunlet::default();
-    let proposal = tunlet
-        .propose(
-            &est,
-            &obs,
-            &setting(PolicyName::Static),
-            false,
-            &PolicyName::Static.into(),
-            &[],
-        )
-        .unwrap();
+    let proposal = in_view(&est, &obs, &setting(PolicyName::Static), |view| {
+        tunlet.propose(view)
+    })
+    .unwrap();
     let Change::Policy(PolicyChoice::BuiltIn(best)) = proposal.change else {
         panic!("{proposal:?}")
     };
@@ -890,27 +884,13 @@ fn the_policy_tunlet_simulates_the_portfolio() {
     let details = proposal.explanation.details();
     assert_eq!(details["simulated"].as_array().unwrap().len(), 15);
     // From the best there is nothing to propose; `dpf` is simulated as `factoring`.
-    assert!(
-        tunlet
-            .propose(&est, &obs, &setting(best), false, &best.into(), &[])
-            .is_none()
-    );
-    let factoring = tunlet.propose(
-        &est,
-        &obs,
-        &setting(PolicyName::Factoring),
-        false,
-        &PolicyName::Factoring.into(),
-        &[],
-    );
-    let dpf = tunlet.propose(
-        &est,
-        &obs,
-        &setting(PolicyName::Dpf),
-        false,
-        &PolicyName::Dpf.into(),
-        &[],
-    );
+    assert!(in_view(&est, &obs, &setting(best), |view| tunlet.propose(view)).is_none());
+    let factoring = in_view(&est, &obs, &setting(PolicyName::Factoring), |view| {
+        tunlet.propose(view)
+    });
+    let dpf = in_view(&est, &obs, &setting(PolicyName::Dpf), |view| {
+        tunlet.propose(view)
+    });
     assert_eq!(factoring.map(|p| p.gain), dpf.map(|p| p.gain));
     // Policies have no order: a streak counts proposals of the same policy.
     let mut decider = decide::Decider::default();

@@ -58,8 +58,15 @@ pub enum Tunable {
 }
 
 impl Tunable {
-    /// The runtime's tunables, in the order the tuner asks their tunlets.
-    pub const BUILT_IN: [Tunable; 3] = [Tunable::Policy, Tunable::Factor, Tunable::Nworkers];
+    /// The runtime's tunables, in the order the control endpoint lists them.
+    pub const BUILT_IN: [Tunable; 3] = [Tunable::Nworkers, Tunable::Factor, Tunable::Policy];
+
+    /// The built-in tunable of that well-known name.
+    pub fn built_in(name: &str) -> Option<Tunable> {
+        Tunable::BUILT_IN
+            .into_iter()
+            .find(|t| t.built_in_name() == Some(name))
+    }
 
     /// The well-known name of a built-in tunable; `None` for a declared one (its name is in the
     /// [`TunablesHandle`]).
@@ -303,27 +310,32 @@ impl Change {
                 format!("`{name}` takes {expected}"),
             )
         };
-        match name {
-            "nworkers" => value
+        match Tunable::built_in(name) {
+            Some(Tunable::Nworkers) => value
                 .parse()
                 .map(Change::Nworkers)
                 .map_err(|_| bad("a whole number of workers")),
-            "factor" => value
+            Some(Tunable::Factor) => value
                 .parse()
                 .map(Change::Factor)
                 .map_err(|_| bad("a number in (0, 1]")),
-            "policy" => value
-                .parse::<PolicyChoice>()
-                .map(Change::Policy)
-                .map_err(|_| {
-                    bad(&format!(
-                        "one of {} or the name of a policy the program registered",
-                        PolicyName::ALL_NAMES
-                    ))
-                }),
+            Some(Tunable::Policy) => {
+                value
+                    .parse::<PolicyChoice>()
+                    .map(Change::Policy)
+                    .map_err(|_| {
+                        bad(&format!(
+                            "one of {} or the name of a policy the program registered",
+                            PolicyName::ALL_NAMES
+                        ))
+                    })
+            }
             _ => Err(Error::config(
                 format!("error: no tunable is named `{name}`"),
-                "the tunables are `nworkers`, `factor` and `policy`",
+                format!(
+                    "the tunables are {}",
+                    in_words(Tunable::BUILT_IN.iter().filter_map(|t| t.built_in_name()))
+                ),
             )),
         }
     }
@@ -404,12 +416,28 @@ impl Tunables {
 
     /// The value of a tunable by its well-known name, as text.
     pub fn get(&self, name: &str) -> Option<String> {
-        match name {
-            "nworkers" => Some(self.nworkers.to_string()),
-            "factor" => Some(self.factor.to_string()),
-            "policy" => Some(self.policy.to_string()),
-            _ => None,
+        Tunable::built_in(name).and_then(|t| self.text(t))
+    }
+
+    /// The value of a built-in tunable, as text; `None` for a declared one.
+    fn text(&self, tunable: Tunable) -> Option<String> {
+        match tunable {
+            Tunable::Nworkers => Some(self.nworkers.to_string()),
+            Tunable::Factor => Some(self.factor.to_string()),
+            Tunable::Policy => Some(self.policy.to_string()),
+            Tunable::Declared(_) => None,
         }
+    }
+}
+
+/// Names in backticks, for messages: "`a`, `b` and `c`".
+fn in_words<'a>(names: impl IntoIterator<Item = &'a str>) -> String {
+    let mut names: Vec<String> = names.into_iter().map(|n| format!("`{n}`")).collect();
+    let last = names.pop().unwrap_or_default();
+    if names.is_empty() {
+        last
+    } else {
+        format!("{} and {last}", names.join(", "))
     }
 }
 
@@ -529,9 +557,7 @@ impl State {
     }
 
     fn find(&self, name: &str) -> Result<Tunable> {
-        Tunable::BUILT_IN
-            .into_iter()
-            .find(|t| t.built_in_name() == Some(name))
+        Tunable::built_in(name)
             .or_else(|| {
                 let index = self.declared.iter().position(|d| d.name == name)?;
                 Some(Tunable::Declared(DeclaredId(index)))
@@ -546,18 +572,8 @@ impl State {
 
     /// Every tunable's name in backticks, for messages.
     fn names(&self) -> String {
-        let mut names: Vec<String> = ["nworkers", "factor", "policy"]
-            .into_iter()
-            .map(str::to_owned)
-            .chain(self.declared.iter().map(|d| d.name.clone()))
-            .map(|n| format!("`{n}`"))
-            .collect();
-        let last = names.pop().unwrap_or_default();
-        if names.is_empty() {
-            last
-        } else {
-            format!("{} and {last}", names.join(", "))
-        }
+        let built_in = Tunable::BUILT_IN.iter().filter_map(|t| t.built_in_name());
+        in_words(built_in.chain(self.declared.iter().map(|d| d.name.as_str())))
     }
 
     /// Applies `change`; the decision that records it, or `None` when the value does not change.
@@ -738,15 +754,14 @@ impl TunablesHandle {
     /// endpoint's `get`).
     pub fn list(&self) -> String {
         let state = self.lock();
-        let t = &state.current;
-        let mut line = format!(
-            "nworkers={} factor={} policy={}",
-            t.nworkers, t.factor, t.policy
-        );
-        for d in &state.declared {
-            line.push_str(&format!(" {}={}", d.name, d.json(d.value)));
-        }
-        line
+        let built_in = Tunable::BUILT_IN
+            .iter()
+            .filter_map(|&t| Some(format!("{}={}", t.built_in_name()?, state.current.text(t)?)));
+        let declared = state
+            .declared
+            .iter()
+            .map(|d| format!("{}={}", d.name, d.json(d.value)));
+        built_in.chain(declared).collect::<Vec<_>>().join(" ")
     }
 
     /// The value in force of the tunable named `name`, as text.

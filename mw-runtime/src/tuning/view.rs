@@ -8,7 +8,7 @@ use super::estimate::{Estimate, Inputs, Link};
 use super::simulate::{SimWorker, Spec};
 use super::{Look, factor, workers};
 use crate::measure::{Facts, Moments, Observation, TaskStats};
-use crate::policy::{PolicyChoice, PolicyName, Registry};
+use crate::policy::{PolicyChoice, PolicyFactory, PolicyName, Registry};
 use crate::protocol::Protocol;
 use crate::tunables::{TunableId, TunableValue, Tunables, TunablesHandle};
 
@@ -63,7 +63,7 @@ impl TunerView<'_> {
 
     /// Workers that took part in the iteration looked at.
     pub fn workers(&self) -> usize {
-        self.look.obs.facts.workers
+        self.setting.workers
     }
 
     /// Workers taking part now (`nworkers`, within the healthy ones).
@@ -171,7 +171,7 @@ impl TunerView<'_> {
 
     /// The factor in force.
     pub fn factor(&self) -> f64 {
-        self.look.current.factor
+        self.setting.factor
     }
 
     /// The policy in force.
@@ -190,13 +190,26 @@ impl TunerView<'_> {
         self.look.current
     }
 
-    /// The names of the policies the program registered.
-    pub fn registered_policies(&self) -> Vec<String> {
-        self.registered
-            .entries()
+    /// The policies the program registered, by name, with what builds them
+    /// ([`simulate_with`](super::simulate::simulate_with) simulates one).
+    pub fn registered_policies(&self) -> &[(String, PolicyFactory)] {
+        self.registered.entries()
+    }
+
+    /// The policy that cut the tasks of the iteration looked at.
+    pub fn measured_policy(&self) -> &PolicyChoice {
+        &self.look.obs.facts.policy
+    }
+
+    /// Workers whose speed has been measured (in the last iteration each took part in): the
+    /// others are simulated at the pooled speed.
+    pub fn measured_workers(&self) -> usize {
+        self.look
+            .estimate
+            .workers
             .iter()
-            .map(|(name, _)| name.clone())
-            .collect()
+            .filter(|m| m.count() > 0)
+            .count()
     }
 
     /// The model's time for an iteration of `tasks` tasks on `workers` workers, in ms, from the
