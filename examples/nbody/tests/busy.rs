@@ -22,8 +22,8 @@ fn spinners(count: usize, stop: &Arc<AtomicBool>) -> Vec<std::thread::JoinHandle
 }
 
 #[test]
-#[ignore = "keeps every core busy for about a minute, and expects N-Body's best count on free \
-            cores to be the core count (2 to 4 cores): run alone with --ignored"]
+#[ignore = "keeps every core busy while it runs, and expects N-Body's best count on free cores \
+            to be the core count (2 to 4 cores): run alone, in release, with --ignored"]
 fn other_programs_load_is_not_taken_for_the_programs_own() {
     let cores = std::thread::available_parallelism().map_or(1, usize::from);
     let dir = tempfile::tempdir().unwrap();
