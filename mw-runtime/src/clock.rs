@@ -28,22 +28,49 @@ pub(crate) fn since(earlier: Instant) -> Duration {
 /// tells whether tasks keep a core busy (and so compete for the machine's cores) or wait
 /// (sleep, I/O) and leave it. A read is a system call of a few hundred nanoseconds, so a chunk
 /// is measured only when the one before took long enough for the read not to matter.
+///
+/// On Linux it also reads the thread's run-queue wait (the run delay of its scheduler
+/// statistics): the time the thread was ready to run and waited for a core, because other
+/// threads, the program's own or other programs', held them all. Inside the chunk it is what
+/// makes a computing task on a busy machine look like a task that sleeps; between the last
+/// answer and the chunk's start it is the worker's late wake-up for the chunk, which a busy
+/// machine adds to the chunk's trip as if the link were slower. That read costs a few
+/// microseconds, so it needs a longer chunk before it.
 #[derive(Debug)]
 pub(crate) struct CpuMeter {
     measure: bool,
     started: Option<cpu_time::ThreadTime>,
+    run_queue: RunQueue,
 }
 
 /// Processing time below which a chunk's successor is not measured.
 const CPU_WORTH_MEASURING: Duration = Duration::from_micros(20);
+/// Processing time below which a chunk's successor's run-queue wait is not measured.
+const WAIT_WORTH_MEASURING: Duration = Duration::from_micros(200);
 
 impl Default for CpuMeter {
     fn default() -> Self {
         CpuMeter {
             measure: true,
             started: None,
+            run_queue: RunQueue {
+                measure: true,
+                ..RunQueue::default()
+            },
         }
     }
+}
+
+/// What the meter measured of a chunk, in ns.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct CpuUse {
+    /// Thread CPU time.
+    pub cpu_ns: Option<u64>,
+    /// Time ready to run and waiting for a core, in the chunk.
+    pub wait_ns: Option<u64>,
+    /// Time ready to run and waiting for a core between the answer before and the chunk's
+    /// start.
+    pub late_ns: Option<u64>,
 }
 
 impl CpuMeter {
@@ -55,14 +82,130 @@ impl CpuMeter {
         } else {
             None
         };
+        self.run_queue.begin();
     }
 
-    /// The chunk, which took `busy` of wall time, ended: its CPU time in ns, if measured.
-    pub(crate) fn end(&mut self, busy: Duration) -> Option<u64> {
+    /// The chunk, which took `busy` of wall time, ended: its CPU time and run-queue wait, those
+    /// measured.
+    pub(crate) fn end(&mut self, busy: Duration) -> CpuUse {
         self.measure = busy >= CPU_WORTH_MEASURING;
-        let started = self.started.take()?;
-        let cpu = cpu_time::ThreadTime::try_now().ok()?.as_duration();
-        let spent = cpu.checked_sub(started.as_duration())?;
-        u64::try_from(spent.as_nanos()).ok()
+        let (wait_ns, late_ns) = self.run_queue.end(busy >= WAIT_WORTH_MEASURING);
+        let cpu_ns = self.started.take().and_then(|started| {
+            let cpu = cpu_time::ThreadTime::try_now().ok()?.as_duration();
+            let spent = cpu.checked_sub(started.as_duration())?;
+            u64::try_from(spent.as_nanos()).ok()
+        });
+        CpuUse {
+            cpu_ns,
+            wait_ns,
+            late_ns,
+        }
+    }
+}
+
+/// The calling thread's run-queue wait, from `/proc/thread-self/schedstat` (its second field,
+/// in ns), kept open and read again from its start for each chunk. Where the file cannot be
+/// opened (not Linux, a kernel without scheduler statistics), nothing is measured.
+#[derive(Debug, Default)]
+struct RunQueue {
+    /// Opened on the first chunk measured, on the worker's own thread; `None` inside once
+    /// opening failed.
+    file: Option<Option<std::fs::File>>,
+    /// The run delay when the chunk began, when measured, and its growth since the chunk
+    /// before ended, when that was measured too.
+    started: Option<u64>,
+    late: Option<u64>,
+    /// The run delay when the last chunk ended, when measured.
+    ended: Option<u64>,
+    /// Whether the next chunk is measured.
+    measure: bool,
+}
+
+impl RunQueue {
+    fn begin(&mut self) {
+        let ended = self.ended.take();
+        self.started = if self.measure { self.read() } else { None };
+        self.late = self.started.zip(ended).and_then(|(s, e)| s.checked_sub(e));
+    }
+
+    /// The wait in the chunk, and before it.
+    fn end(&mut self, worth_it: bool) -> (Option<u64>, Option<u64>) {
+        self.measure = worth_it;
+        let late = self.late.take();
+        let Some(started) = self.started.take() else {
+            return (None, None);
+        };
+        self.ended = self.read();
+        (self.ended.and_then(|e| e.checked_sub(started)), late)
+    }
+
+    fn read(&mut self) -> Option<u64> {
+        let file = self
+            .file
+            .get_or_insert_with(|| std::fs::File::open("/proc/thread-self/schedstat").ok())
+            .as_ref()?;
+        run_delay(file)
+    }
+}
+
+/// The calling thread's run-queue wait since it started, in ns (Linux): for a thread that
+/// reads it now and then, such as the master's between iterations.
+pub(crate) fn thread_run_delay() -> Option<u64> {
+    run_delay(&std::fs::File::open("/proc/thread-self/schedstat").ok()?)
+}
+
+#[cfg(unix)]
+fn run_delay(file: &std::fs::File) -> Option<u64> {
+    use std::os::unix::fs::FileExt;
+    let mut buf = [0u8; 96];
+    let len = file.read_at(&mut buf, 0).ok()?;
+    let text = std::str::from_utf8(&buf[..len]).ok()?;
+    text.split_ascii_whitespace().nth(1)?.parse().ok()
+}
+
+#[cfg(not(unix))]
+fn run_delay(_: &std::fs::File) -> Option<u64> {
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// On Linux a thread reads its own run-queue wait, and with its CPU time it fits in the
+    /// chunk's wall time; a short chunk's successor is not measured.
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn the_run_queue_wait_is_read_on_linux() {
+        let mut meter = CpuMeter::default();
+        // Spins for 2 ms of CPU time, however long that takes on a busy machine.
+        let chunk = || {
+            let started = now();
+            let cpu = || cpu_time::ThreadTime::now().as_duration();
+            let until = cpu() + Duration::from_millis(2);
+            while cpu() < until {
+                std::hint::black_box(0u64);
+            }
+            since(started)
+        };
+        let (mut last, mut wall) = (CpuUse::default(), Duration::ZERO);
+        for _ in 0..3 {
+            meter.begin();
+            wall = chunk();
+            last = meter.end(wall);
+        }
+        let (cpu, wait) = (last.cpu_ns.unwrap(), last.wait_ns.unwrap());
+        // Two measured chunks in a row: the time between them was measured too.
+        assert!(last.late_ns.is_some(), "{last:?}");
+        assert!(cpu >= 2_000_000, "{last:?}");
+        // Computing and waiting for a core fit in the chunk's wall time (with the reads'
+        // slack).
+        assert!(
+            cpu + wait <= wall.as_nanos() as u64 + 100_000,
+            "{last:?} in {wall:?}"
+        );
+        meter.end(Duration::from_micros(10));
+        meter.begin();
+        assert_eq!(meter.end(Duration::from_micros(10)).wait_ns, None);
     }
 }

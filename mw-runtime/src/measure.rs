@@ -66,6 +66,11 @@ pub(crate) struct Answer<'a> {
     pub busy: Duration,
     /// How much of `busy` kept a core busy, when measured.
     pub cpu: Option<Duration>,
+    /// How much of `busy` the worker waited for a core, when measured.
+    pub wait: Option<Duration>,
+    /// How long the worker waited for a core before it started the chunk, when measured: in
+    /// the trip, not the link's.
+    pub late: Option<Duration>,
     /// Its tasks' times.
     pub tasks: &'a Moments,
     /// The runtime's own time in the trip that an emulated link did not charge, in ns, when
@@ -101,6 +106,15 @@ pub(crate) struct Probe {
     /// CPU time of the chunks whose CPU time was measured, and their processing time.
     cpu: Duration,
     cpu_busy: Duration,
+    /// Run-queue wait and CPU time of the chunks whose wait and CPU time were both measured,
+    /// and their processing time: shares of the same chunks.
+    wait: Duration,
+    wait_cpu: Duration,
+    wait_busy: Duration,
+    /// The workers' waits for a core before their chunks, where measured, and those chunks'
+    /// processing time.
+    late: Duration,
+    late_busy: Duration,
     /// Answers received.
     answers: u64,
     tasks: Vec<Moments>,
@@ -126,6 +140,11 @@ impl Probe {
             busy: vec![Duration::ZERO; pool],
             cpu: Duration::ZERO,
             cpu_busy: Duration::ZERO,
+            wait: Duration::ZERO,
+            wait_cpu: Duration::ZERO,
+            wait_busy: Duration::ZERO,
+            late: Duration::ZERO,
+            late_busy: Duration::ZERO,
             answers: 0,
             tasks: vec![Moments::default(); pool],
             bytes_to: 0,
@@ -186,6 +205,8 @@ impl Probe {
             at,
             busy,
             cpu,
+            wait,
+            late,
             tasks,
             hop_ns,
         } = answer;
@@ -194,6 +215,15 @@ impl Probe {
         if let Some(cpu) = cpu {
             self.cpu += cpu.min(busy);
             self.cpu_busy += busy;
+        }
+        if let (Some(wait), Some(cpu)) = (wait, cpu) {
+            self.wait += wait.min(busy);
+            self.wait_cpu += cpu.min(busy);
+            self.wait_busy += busy;
+        }
+        if let Some(late) = late {
+            self.late += late;
+            self.late_busy += busy;
         }
         if let Some(b) = self.busy.get_mut(worker) {
             *b += busy;
@@ -209,10 +239,17 @@ impl Probe {
             let trip = at
                 .saturating_duration_since(sent.entry)
                 .saturating_sub(busy);
-            let hop_ms = hop_ns.map_or(0.0, |ns| ns as f64 / 1e6);
+            // Behind an emulated link the runtime's own time in the trip is measured whole
+            // (`hop_ns`, the worker's late start in it); elsewhere the worker's late start is
+            // what is known of it.
+            let own_ms = match (hop_ns, late) {
+                (Some(ns), _) => ns as f64 / 1e6,
+                (None, Some(late)) => ms(late),
+                (None, None) => 0.0,
+            };
             self.transfers.push(Transfer {
                 bytes: (sent.bytes + bytes) as f64,
-                ms: ms(trip) - hop_ms,
+                ms: ms(trip) - own_ms,
                 out: Some(sent.out),
                 back: Some((bytes as f64, ms(busy))),
             });
@@ -271,8 +308,18 @@ impl Probe {
             active,
             serial_ms: ms(self.serial),
             recover_ms: ms(self.recover),
-            cpu_share: (self.cpu_busy > Duration::ZERO)
-                .then(|| self.cpu.as_secs_f64() / self.cpu_busy.as_secs_f64()),
+            // Where the waits were measured, the CPU share of the same chunks: chunks too short
+            // for the wait to be read may have waited differently.
+            cpu_share: if self.wait_busy > Duration::ZERO {
+                Some(self.wait_cpu.as_secs_f64() / self.wait_busy.as_secs_f64())
+            } else {
+                (self.cpu_busy > Duration::ZERO)
+                    .then(|| self.cpu.as_secs_f64() / self.cpu_busy.as_secs_f64())
+            },
+            wait_share: (self.wait_busy > Duration::ZERO)
+                .then(|| self.wait.as_secs_f64() / self.wait_busy.as_secs_f64()),
+            late_share: (self.late_busy > Duration::ZERO)
+                .then(|| self.late.as_secs_f64() / self.late_busy.as_secs_f64()),
             bytes_to: self.bytes_to,
             bytes_from: self.bytes_from,
             shared_bytes: self.shared_bytes,
@@ -316,9 +363,17 @@ pub(crate) struct Observation {
     /// Master time handling answers: from receipt, the bookkeeping and the `recover` calls.
     pub recover_ms: f64,
     /// The share of processing time that kept a core busy (thread CPU time over wall time),
-    /// over the chunks where it was measured: near 1 for computing tasks, near 0 for tasks
-    /// that wait (sleep, I/O).
+    /// over the chunks where it was measured (where their run-queue wait was measured too, when
+    /// there are such chunks): near 1 for computing tasks on free cores, near 0 for tasks that
+    /// wait (sleep, I/O).
     pub cpu_share: Option<f64>,
+    /// The share of processing time spent ready to compute and waiting for a core (the
+    /// workers' run-queue wait over wall time), over the chunks where it was measured: near 0
+    /// on free cores, the rest of a computing task's time on cores that others hold.
+    pub wait_share: Option<f64>,
+    /// The workers' waits for a core before their chunks (late wake-ups), over the chunks'
+    /// processing time, where measured: near 0 when the cores are free when a chunk arrives.
+    pub late_share: Option<f64>,
     pub bytes_to: u64,
     pub bytes_from: u64,
     /// Bytes of the shared part, sent to each worker taking part.

@@ -353,11 +353,12 @@ fn metrics_file_has_the_contract_fields() {
     assert_eq!(it["chunk_sizes"], serde_json::json!([3, 3, 3, 3]));
     // 2 shared parts (u32) + 4 chunks of 3 tasks of 12 bytes, each with id, first and length.
     assert_eq!(it["bytes_to_workers"], 2 * 4 + 4 * (8 + 8 + 1 + 3 * 12));
-    // 4 answers: chunk id, busy time, CPU time, count and sums, then 3 results of 16 bytes and
-    // their length, and no failed task (one length byte).
+    // 4 answers: chunk id, busy time, CPU time, the run-queue waits in and before the chunk,
+    // count and sums, then 3 results of 16 bytes and their length, and no failed task (one
+    // length byte).
     assert_eq!(
         it["bytes_from_workers"],
-        4 * (8 + 8 + 8 + 8 + 16 + 1 + 3 * 16 + 1)
+        4 * (8 + 8 + 8 + 8 + 8 + 8 + 16 + 1 + 3 * 16 + 1)
     );
     let back = RunMetrics::read(&path).unwrap();
     assert_eq!(back.iterations.len(), 2);

@@ -1075,12 +1075,13 @@ where
             self.failed_late(flight.iteration, worker, flight.first, &done.failed);
             return Ok((0, at));
         }
-        let cpu = done.cpu_ns.map(Duration::from_nanos);
         let answer = Answer {
             bytes: done.encoded_len() as u64,
             at,
             busy,
-            cpu,
+            cpu: done.cpu_ns.map(Duration::from_nanos),
+            wait: done.wait_ns.map(Duration::from_nanos),
+            late: done.late_ns.map(Duration::from_nanos),
             tasks: &done.task_ms,
             hop_ns: done.hop_ns,
         };

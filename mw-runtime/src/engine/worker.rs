@@ -179,12 +179,15 @@ fn process<W: Worker, B: Fn() -> W>(
         task_ms.add((ended - begun).as_secs_f64() * 1e3);
         begun = ended;
     }
+    let used = cpu.end(begun - started);
     Some(FromWorker::Done(Done {
         chunk: chunk.id,
         results,
         failed,
         busy_ns: u64::try_from((begun - started).as_nanos()).unwrap_or(u64::MAX),
-        cpu_ns: cpu.end(begun - started),
+        cpu_ns: used.cpu_ns,
+        wait_ns: used.wait_ns,
+        late_ns: used.late_ns,
         task_ms,
         began: Some(started),
         hop_ns: None,

@@ -458,6 +458,8 @@ mod tests {
                 failed: Vec::new(),
                 busy_ns: 0,
                 cpu_ns: None,
+                wait_ns: None,
+                late_ns: None,
                 task_ms: Default::default(),
                 began: None,
                 hop_ns: None,

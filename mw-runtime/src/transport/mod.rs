@@ -68,6 +68,14 @@ pub(crate) struct Done<R> {
     /// Thread CPU time the worker spent on the chunk, in ns, when it measured it (see
     /// `clock::CpuMeter`): how much of `busy_ns` kept a core busy.
     pub cpu_ns: Option<u64>,
+    /// Time the worker was ready to compute but waited for a core, in ns, when it measured it
+    /// (see `clock::CpuMeter`): the part of `busy_ns` that other threads' demand for the cores
+    /// added.
+    pub wait_ns: Option<u64>,
+    /// Time the worker was ready to run but waited for a core between its answer before and
+    /// the start of this chunk, in ns, when it measured it: its late wake-up for the chunk,
+    /// which is in the chunk's trip but is not the link's.
+    pub late_ns: Option<u64>,
     /// Per-task times in ms (count, sum, sum of squares).
     pub task_ms: Moments,
     /// When `do_work` began on the chunk. Only the local backend carries it (its threads share
@@ -327,13 +335,14 @@ fn decode_vec_into<T: Message>(
 }
 
 impl<R: Message> Message for Done<R> {
-    /// Chunk id, busy time, CPU time (`u64::MAX` when not measured), task count, the two sums,
-    /// the results, then the failed tasks.
+    /// Chunk id, busy time, CPU time and the run-queue waits in and before the chunk
+    /// (`u64::MAX` when not measured), task count, the two sums, the results, then the failed
+    /// tasks.
     const MIN_ENCODED_LEN: usize =
-        48 + <Vec<R>>::MIN_ENCODED_LEN + <Vec<(u32, String)>>::MIN_ENCODED_LEN;
+        64 + <Vec<R>>::MIN_ENCODED_LEN + <Vec<(u32, String)>>::MIN_ENCODED_LEN;
 
     fn encoded_len(&self) -> usize {
-        48 + self.results.encoded_len() + self.failed.encoded_len()
+        64 + self.results.encoded_len() + self.failed.encoded_len()
     }
 
     fn encode(&self, out: &mut Vec<u8>) {
@@ -343,6 +352,8 @@ impl<R: Message> Message for Done<R> {
                 self.chunk,
                 self.busy_ns,
                 self.cpu_ns.unwrap_or(u64::MAX),
+                self.wait_ns.unwrap_or(u64::MAX),
+                self.late_ns.unwrap_or(u64::MAX),
                 self.task_ms.count(),
                 self.task_ms.sum().to_bits(),
                 self.task_ms.sum_sq().to_bits(),
@@ -368,8 +379,8 @@ impl<R: Message> Done<R> {
     /// master's work.
     pub(crate) fn decode_into(input: &mut Reader<'_>, spare: Vec<R>) -> Result<Self, DecodeError> {
         let field = |name| move |e: DecodeError| e.in_field("Done", name);
-        let [chunk, busy_ns, cpu_ns, count, sum, sum_sq] =
-            read_words(input).map_err(field("chunk, busy_ns, cpu_ns, task_ms"))?;
+        let [chunk, busy_ns, cpu_ns, wait_ns, late_ns, count, sum, sum_sq] = read_words(input)
+            .map_err(field("chunk, busy_ns, cpu_ns, wait_ns, late_ns, task_ms"))?;
         let (sum, sum_sq) = (f64::from_bits(sum), f64::from_bits(sum_sq));
         let results = decode_vec_into(input, spare).map_err(field("results"))?;
         // Usually none failed: an empty list is its length alone.
@@ -388,6 +399,8 @@ impl<R: Message> Done<R> {
             failed,
             busy_ns,
             cpu_ns: (cpu_ns != u64::MAX).then_some(cpu_ns),
+            wait_ns: (wait_ns != u64::MAX).then_some(wait_ns),
+            late_ns: (late_ns != u64::MAX).then_some(late_ns),
             task_ms: Moments::from_sums(count, sum, sum_sq),
             began: None,
             hop_ns: None,
@@ -416,17 +429,32 @@ mod tests {
             failed: vec![(0u32, "boom".to_owned())],
             busy_ns: 1234,
             cpu_ns: None,
+            wait_ns: Some(56),
+            late_ns: None,
             task_ms: Moments::from_sums(2, 1.5, 1.25),
             began: None,
             hop_ns: None,
         };
         let mut by_field = Vec::new();
-        (9u64, 1234u64, u64::MAX, 2u64, 1.5f64, 1.25f64).encode(&mut by_field);
+        (
+            9u64,
+            1234u64,
+            u64::MAX,
+            56u64,
+            u64::MAX,
+            2u64,
+            1.5f64,
+            1.25f64,
+        )
+            .encode(&mut by_field);
         (vec![2.5f64], vec![(0u32, "boom".to_owned())]).encode(&mut by_field);
         let bytes = codec::encode(&done);
         assert_eq!(bytes, by_field);
         let back: Done<f64> = codec::decode(&bytes).unwrap();
-        assert_eq!((back.chunk, back.busy_ns, back.cpu_ns), (9, 1234, None));
+        assert_eq!(
+            (back.chunk, back.busy_ns, back.cpu_ns, back.wait_ns),
+            (9, 1234, None, Some(56))
+        );
         assert_eq!((back.results, back.failed), (done.results, done.failed));
         assert_eq!(back.task_ms.count(), 2);
         assert_eq!((back.task_ms.sum(), back.task_ms.sum_sq()), (1.5, 1.25));

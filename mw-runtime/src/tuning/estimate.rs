@@ -6,6 +6,7 @@
 use std::collections::VecDeque;
 use std::sync::Arc;
 
+use crate::clock::{self, Instant};
 use crate::layout::Layout;
 use crate::measure::{Moments, Observation, Send, Transfer};
 pub(crate) use crate::model::Link;
@@ -13,7 +14,7 @@ use crate::model::broadcast::{self, BroadcastParams};
 use crate::model::{self, ModelError, Params};
 use crate::protocol::Protocol;
 
-use super::machine::Machine;
+use super::machine::{CoreUse, Machine, Ticks};
 use super::queue::{self, Log};
 
 /// Iterations whose transfers the fit of `mo` and `k` uses.
@@ -81,6 +82,19 @@ pub(crate) struct Estimate {
     pub layout: Option<Arc<Layout>>,
     /// Share of the processing time that kept a core busy, as last measured.
     pub cpu_share: Option<f64>,
+    /// Share of the processing time spent waiting for a core, as last measured.
+    pub wait_share: Option<f64>,
+    /// The workers' waits for a core before their chunks over the chunks' processing time, as
+    /// last measured.
+    pub late_share: Option<f64>,
+    /// The machine's processor counts at the last update, and the share of their time stolen
+    /// by a hypervisor since the one before (0 when unknown).
+    ticks: Option<Ticks>,
+    steal: f64,
+    /// The master thread's run-queue wait at the last update, and when; and its share of the
+    /// wall time since the update before.
+    master_wait: Option<(Instant, u64)>,
+    master_wait_share: f64,
     /// Iterations observed.
     pub iterations: usize,
 }
@@ -137,9 +151,23 @@ impl Variant {
 
 impl Estimate {
     /// Nothing measured yet, with the workers on the machines of `layout` when known.
+    /// Called on the master's thread: its run-queue wait counts from here, so that the first
+    /// look already knows whether the master waited for a core.
     pub fn on(layout: Option<Layout>) -> Estimate {
         Estimate {
             layout: layout.map(Arc::new),
+            ticks: Ticks::now(),
+            master_wait: clock::thread_run_delay().map(|delay| (clock::now(), delay)),
+            ..Estimate::default()
+        }
+    }
+
+    /// Nothing measured yet, on a synthetic machine of `layout` whose master thread never
+    /// waits for a core and whose processors are never stolen.
+    #[cfg(test)]
+    pub fn synthetic(layout: Layout) -> Estimate {
+        Estimate {
+            layout: Some(Arc::new(layout)),
             ..Estimate::default()
         }
     }
@@ -179,6 +207,30 @@ impl Estimate {
         self.active = obs.active;
         if obs.cpu_share.is_some() {
             self.cpu_share = obs.cpu_share;
+        }
+        if obs.wait_share.is_some() {
+            self.wait_share = obs.wait_share;
+        }
+        if obs.late_share.is_some() {
+            self.late_share = obs.late_share;
+        }
+        let ticks = Ticks::now();
+        if let Some(steal) = ticks
+            .zip(self.ticks)
+            .and_then(|(now, then)| now.steal_since(&then))
+        {
+            self.steal = steal;
+        }
+        self.ticks = ticks.or(self.ticks);
+        if let Some(delay) = clock::thread_run_delay() {
+            let now = clock::now();
+            if let Some((then, before)) = self.master_wait {
+                let wall = now.saturating_duration_since(then).as_nanos() as f64;
+                if wall > 0.0 {
+                    self.master_wait_share = delay.saturating_sub(before) as f64 / wall;
+                }
+            }
+            self.master_wait = Some((now, delay));
         }
         self.workers
             .resize(obs.worker_tasks.len(), Moments::default());
@@ -315,13 +367,18 @@ impl Estimate {
     }
 
     /// The machine model at the last measurement, when the layout and the CPU share are known.
+    /// Steal is read on the master's machine: it counts when the workers run there too.
     pub fn machine(&self) -> Option<Machine> {
-        Machine::measured(
-            self.layout.as_ref()?,
-            self.active,
-            self.now.task_ms,
-            self.cpu_share?,
-        )
+        let layout = self.layout.as_ref()?;
+        let used = CoreUse {
+            cpu: self.cpu_share?,
+            wait: self.wait_share,
+            steal: if layout.nodes() == 1 { self.steal } else { 0.0 },
+            // The master late to take answers and send chunks, or the workers late to start
+            // them: waits outside the tasks.
+            late: self.late_share.unwrap_or(0.0).max(self.master_wait_share),
+        };
+        Machine::measured(layout, self.active, self.now.task_ms, used)
     }
 
     /// How much longer tasks take with `n` workers than with the `active` ones measured: 1

@@ -75,6 +75,8 @@ fn measured(index: usize, n: usize, p: &Params, time_ms: Option<f64>) -> Observa
         serial_ms: 0.0,
         recover_ms: 0.0,
         cpu_share: None,
+        wait_share: None,
+        late_share: None,
         bytes_to: (p.alpha * p.volume_bytes) as u64,
         bytes_from: ((1.0 - p.alpha) * p.volume_bytes) as u64,
         shared_bytes: 0,
@@ -1222,4 +1224,54 @@ fn a_dropped_proposal_is_reported_once() {
         "{}",
         h.tuner.dropped[1]
     );
+}
+
+/// The workers tunlet's proposal for an iteration of `n` workers measured as `p` describes on a
+/// machine of 4 cores, the workers' tasks using the processor as `cpu`, `wait` and `late` say.
+fn on_four_cores(p: &Params, n: usize, (cpu, wait, late): (f64, Option<f64>, f64)) -> usize {
+    let mut obs = measured(0, n, p, None);
+    obs.cpu_share = Some(cpu);
+    obs.wait_share = wait;
+    obs.late_share = wait.map(|_| late);
+    let mut est = Estimate::synthetic(Layout::one_node(4));
+    let _ = est.update(&obs, Protocol::Async);
+    let range = workers::Range { lo: 1, hi: 60 };
+    let tasks = obs.facts.tasks;
+    workers::propose(
+        &est,
+        &obs,
+        tasks,
+        n,
+        range,
+        Objective::Index,
+        Protocol::Async,
+    )
+    .map_or(n, |proposal| proposal.to as usize)
+}
+
+#[test]
+fn other_programs_load_neither_grows_nor_shrinks_computing_work() {
+    // The paper's example (best Pi at 23 workers on free cores) with tasks that compute, on 4
+    // cores beside spinning processes: each worker got half a core.
+    let p = fig6(1.0);
+    // Its CPU time alone says the tasks sleep half the time: room for 8 workers.
+    assert_eq!(on_four_cores(&p, 2, (0.5, None, 0.0)), 8);
+    // The run-queue wait says they were computing: no more workers than cores.
+    assert_eq!(on_four_cores(&p, 2, (0.5, Some(0.5), 0.0)), 4);
+
+    // Costly messages, cheap work: on free cores the best Pi is below the cores.
+    let p = Params {
+        mo_ms: 4.0,
+        ..fig6(0.05)
+    };
+    let free = on_four_cores(&p, 4, (1.0, Some(0.0), 0.0));
+    assert!(free < 4, "{free}");
+    // Workers that woke late for their chunks while there were no more of them than cores
+    // waited for other programs: their trips would look as costly at any count, the pool is
+    // not shrunk for it.
+    assert_eq!(on_four_cores(&p, 4, (1.0, Some(0.0), 0.3)), 4);
+    // 8 computing workers on the 4 cores crowd each other: their waits are their own, and
+    // shrinking is allowed.
+    let crowded = on_four_cores(&p, 8, (0.5, Some(0.5), 0.3));
+    assert!(crowded <= 4, "{crowded}");
 }

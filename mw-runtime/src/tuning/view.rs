@@ -452,6 +452,8 @@ impl TunerViewBuilder {
             serial_ms: 0.0,
             recover_ms: 0.0,
             cpu_share: None,
+            wait_share: None,
+            late_share: None,
             bytes_to: (self.bytes.0 * self.tasks as f64) as u64,
             bytes_from: (self.bytes.1 * self.tasks as f64) as u64,
             shared_bytes: self.shared_bytes as u64,

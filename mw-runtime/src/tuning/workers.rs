@@ -40,6 +40,12 @@ pub(crate) struct Point {
 /// workers among equals. More workers are proposed only once the load is balanced: the measured
 /// imbalance of the distribution phase within its bound for the current `n`, plus one task of
 /// tail and [`BALANCE_SLACK`]. Fewer workers can always be proposed (they balance more easily).
+/// Where the machine is known, more workers than its cores can keep computing (its
+/// [`saturation`](Machine::saturation)) are never proposed: past it the workers only share the
+/// same cores, with other programs as much as with each other. And while other programs load
+/// the cores ([`Machine::others_loaded`]), fewer workers than now are not proposed either
+/// (down to the saturation from above): their load stretches the tasks and delays each
+/// worker's wake-up at any count, which the model would read as the program's own cost.
 pub(crate) fn propose(
     est: &Estimate,
     obs: &Observation,
@@ -51,10 +57,26 @@ pub(crate) fn propose(
 ) -> Option<Proposal> {
     let variant = est.variant(&est.now, tasks);
     let mcmc = variant.mcmc(protocol);
-    let hi = range.hi.min(tasks).min(mcmc.unwrap_or(usize::MAX)).max(1);
-    let lo = range.lo.min(hi);
-    // `Pi`'s Tc is the work itself, as it would take on free cores.
     let machine = est.machine();
+    let (cores, floor) = machine.as_ref().map_or((usize::MAX, 0), |m| {
+        let cores = m.saturation();
+        let floor = if m.others_loaded() {
+            current.min(cores).min(range.hi).min(tasks)
+        } else {
+            0
+        };
+        (cores.max(current), floor)
+    });
+    // The MCMC too comes from trips that other programs' load lengthens.
+    let hi = range
+        .hi
+        .min(tasks)
+        .min(mcmc.unwrap_or(usize::MAX))
+        .min(cores)
+        .max(floor)
+        .max(1);
+    let lo = range.lo.max(floor).min(hi);
+    // `Pi`'s Tc is the work itself, as it would take on free cores.
     let tc = variant.tc_ms() * est.stretch(1).min(1.0);
     let point = |n: usize| -> Option<Point> {
         let t = est.time(&est.variant_at(&est.now, tasks, n), n, protocol)?;
@@ -185,9 +207,19 @@ impl WorkersEvaluation {
                 1 => String::new(),
                 n => format!(" on {n} nodes"),
             };
+            // Other programs' load stretches every n alike: said, since it explains the times.
+            let others = if m.others_loaded() {
+                format!(
+                    ", other programs' load (tasks ×{:.2}, late starts {:.0}% of their time)",
+                    m.foreign,
+                    100.0 * m.late
+                )
+            } else {
+                String::new()
+            };
             format!(
                 ", {} cores{nodes}: tasks compute {:.0}% of {:.3} ms, the cores saturate past {} \
-                 workers",
+                 workers{others}",
                 m.layout.cores(),
                 100.0 * m.cpu_ms / m.task_ms.max(f64::MIN_POSITIVE),
                 m.task_ms,
@@ -256,6 +288,9 @@ impl WorkersEvaluation {
                 "task_cpu_ms": m.cpu_ms,
                 "task_ms_uncontended": m.task_ms,
                 "saturation_workers": m.saturation(),
+                "foreign_stretch": m.foreign,
+                "late_share": m.late,
+                "others_loaded": m.others_loaded(),
             })),
             "model": {
                 "mcmc": self.mcmc,

@@ -62,6 +62,8 @@ fn a_dead_worker_is_lost_once_and_a_stopped_one_is_ended() {
                             results: chunk.tasks,
                             busy_ns: 0,
                             cpu_ns: None,
+                            wait_ns: None,
+                            late_ns: None,
                             task_ms: Default::default(),
                             began: None,
                             hop_ns: None,
