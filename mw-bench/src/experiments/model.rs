@@ -462,7 +462,8 @@ pub fn verdict(sweeps: &[Sweep], link_k: f64, mpi: &[Sweep]) -> Verdict {
         K_TOLERANCE * 100.0,
         sweeps.len(),
     );
-    if total == 0 || (good == 0 && recovered == 0) {
+    // The word follows the per-point targets; `k` recovered alone does not make a case.
+    if total == 0 || good == 0 {
         Verdict::Not(why)
     } else if good == total && recovered == sweeps.len() {
         Verdict::Reproduced(why)
@@ -998,6 +999,24 @@ mod tests {
         assert!(sweep.shortfalls().is_empty(), "{:?}", sweep.shortfalls());
         let md = errors_table(std::slice::from_ref(&sweep)).markdown();
         assert!(md.contains("(-23.1 % / "), "{md}");
+    }
+
+    #[test]
+    fn no_case_within_the_targets_is_not_reproduced_whatever_k() {
+        let p = params();
+        let off: Vec<(usize, f64)> = (2..=5)
+            .map(|n| {
+                (
+                    n,
+                    model::iteration_time(&p, n, Protocol::Async).unwrap() * 1.5,
+                )
+            })
+            .collect();
+        let bad = compare("7(a)", Protocol::Async, &p, &off, &[2, 4]).unwrap();
+        assert!(matches!(
+            verdict(std::slice::from_ref(&bad), p.k_ms_per_byte, &[]),
+            Verdict::Not(_)
+        ));
     }
 
     #[test]
