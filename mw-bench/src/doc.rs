@@ -116,14 +116,17 @@ impl Document {
              emulated the same way (a loaded worker sleeps the share of time the load would take \
              from it). The local backend moves messages through channels without copying them, \
              far more cheaply than the papers' 100 Mbit/s networks did, so the papers' \
-             experiments run behind an **emulated network** (`--link-latency 0.1 \
-             --link-bandwidth 100`): the master's network card, one link each way shared by all \
+             experiments run behind an **emulated network** (`--link-latency {} \
+             --link-bandwidth {}`): the master's network card, one link each way shared by all \
              workers, on which a message waits for those before it, takes its size over the \
              bandwidth to leave, and arrives the latency later. It has no switch contention, TCP \
              windows or loss; the last section checks it against MPI over TCP shaped to the \
              same bandwidth. Each section opens with whether the paper's finding was \
              reproduced, judged from its own numbers.\n",
-            m.cores, m.cores
+            m.cores,
+            m.cores,
+            crate::experiments::LINK_LATENCY_MS,
+            crate::experiments::LINK_MBIT
         );
         let mut time_table = Table::new(["experiment", "run time"]);
         for section in &self.sections {

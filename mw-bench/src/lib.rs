@@ -17,6 +17,8 @@
 //!   (Morajko et al. 2005, Table 2 and Fig. 2);
 //! - `overhead` — the runtime against hand-written baselines (rayon, rsmpi, bincode, no trace);
 //! - `predict` — whole runs predicted from a pilot's metrics (`mwgen predict`) against real runs;
+//! - `heldout` — the tuner from one worker against the best fixed count and factor on workloads
+//!   its rules were never adjusted on;
 //! - `heterogeneous` — every policy and `--policy auto` on workers of unequal speed;
 //! - `shaped` — the emulated link against MPI over TCP shaped with `tc` between network
 //!   namespaces.
@@ -68,6 +70,8 @@ pub enum Command {
     Overhead(Options),
     /// Whole runs predicted from a pilot's metrics (mwgen predict) against real runs
     Predict(Options),
+    /// The tuner against the best fixed count and factor on held-out workloads
+    Heldout(Options),
     /// Every policy and `auto` on workers of unequal speed (steady and variable load)
     Heterogeneous(Options),
     /// The emulated link against MPI over TCP shaped with `tc` between network namespaces (root)
@@ -80,8 +84,8 @@ pub struct Options {
     /// Folder to write BENCHMARKS.md into (created if missing)
     #[arg(short = 'o', long = "out", value_name = "DIR")]
     pub out: PathBuf,
-    /// How big the experiments are: `full` fits a 2-core machine in about 40 minutes,
-    /// `tiny` runs in seconds (for CI)
+    /// How big the experiments are: `full` is the papers' experiments scaled to a 2-core
+    /// machine (BENCHMARKS.md gives how long each took), `tiny` runs in seconds (for CI)
     #[arg(long, value_enum, default_value_t = Size::Full)]
     pub size: Size,
     /// Folder, relative to DIR, for the figures and the raw numbers (results.json)
@@ -145,6 +149,7 @@ pub fn run(cli: &Cli) -> Result<PathBuf, BenchError> {
         Command::Xfire(o) => (o, &[Experiment::Xfire]),
         Command::Overhead(o) => (o, &[Experiment::Overhead]),
         Command::Predict(o) => (o, &[Experiment::Predict]),
+        Command::Heldout(o) => (o, &[Experiment::Heldout]),
         Command::Heterogeneous(o) => (o, &[Experiment::Heterogeneous]),
         Command::Shaped(o) => (o, &[Experiment::Shaped]),
     };
@@ -215,6 +220,7 @@ fn command_line(cli: &Cli) -> String {
         Command::Xfire(o) => ("xfire", o),
         Command::Overhead(o) => ("overhead", o),
         Command::Predict(o) => ("predict", o),
+        Command::Heldout(o) => ("heldout", o),
         Command::Heterogeneous(o) => ("heterogeneous", o),
         Command::Shaped(o) => ("shaped", o),
     };
@@ -240,18 +246,20 @@ pub enum Experiment {
     Xfire,
     Overhead,
     Predict,
+    Heldout,
     Heterogeneous,
     Shaped,
 }
 
 impl Experiment {
-    pub const ALL: [Experiment; 8] = [
+    pub const ALL: [Experiment; 9] = [
         Experiment::Policies,
         Experiment::Workers,
         Experiment::Model,
         Experiment::Xfire,
         Experiment::Overhead,
         Experiment::Predict,
+        Experiment::Heldout,
         Experiment::Heterogeneous,
         Experiment::Shaped,
     ];
@@ -264,6 +272,7 @@ impl Experiment {
             Experiment::Xfire => "xfire",
             Experiment::Overhead => "overhead",
             Experiment::Predict => "predict",
+            Experiment::Heldout => "heldout",
             Experiment::Heterogeneous => "heterogeneous",
             Experiment::Shaped => "shaped",
         }
@@ -277,6 +286,7 @@ impl Experiment {
             Experiment::Xfire => experiments::xfire::run(size),
             Experiment::Overhead => experiments::overhead::run(size),
             Experiment::Predict => experiments::predict::run(size),
+            Experiment::Heldout => experiments::heldout::run(size),
             Experiment::Heterogeneous => experiments::heterogeneous::run(size),
             Experiment::Shaped => experiments::shaped::run(size),
         }

@@ -3,8 +3,9 @@
 //! 2× fewer, 2× and 4× more workers and 4× and 8× more iterations, compared with those runs
 //! made for real.
 //!
-//! The machine running the tests is shared and noisy, so the bound is loose (median error
-//! under 25 %); on a quiet machine the median is a few per cent (see the README).
+//! The bound is the project's target: a median |error| of at most 10 % (BENCHMARKS.md,
+//! *Predicting a whole run from a pilot*, measures the same at full size). The runs sleep their task times, so
+//! other programs on the machine lengthen them only through late wake-ups.
 
 #![allow(clippy::unwrap_used)] // helpers of tests: a failure is a test failure
 
@@ -13,6 +14,9 @@ use std::process::Command;
 
 use assert_cmd::cargo::cargo_bin_cmd;
 use serde_json::Value;
+
+/// The largest median |predicted − measured| / measured accepted.
+const TARGET: f64 = 0.10;
 
 /// The target folder the tests were built in: `<target>/<profile>/deps/<test binary>`.
 fn target_dir() -> PathBuf {
@@ -136,5 +140,5 @@ fn predictions_of_other_worker_and_iteration_counts_hold() {
         100.0 * median
     );
     assert_eq!(errors.len(), 12);
-    assert!(median < 0.25, "median error {:.1} %", 100.0 * median);
+    assert!(median <= TARGET, "median error {:.1} %", 100.0 * median);
 }

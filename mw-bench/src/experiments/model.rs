@@ -13,6 +13,12 @@
 //! trips at the case's volume ([`super::calibration`]), `λm` from the runtime's measurements
 //! there, `Tc` is the drawn task time. The paper's `Tc` of 1 s and 5 s and its volumes are scaled by 1/10, so
 //! that computing and moving data weigh as they did on its network.
+//!
+//! The model is judged point by point, not by a median: the error at every held-out `n` from
+//! half the measured best `n` up (where the optimum is decided) against [`ERROR_TARGET`], and the
+//! predicted best `n` by `Tt` and by `Pi` against the measured within [`BEST_N_TARGET`]. Beside
+//! expression (7) the sweep shows a variant for links whose latency overlaps between messages
+//! sent together ([`overlapped`]): the start-ups paid once each way instead of `n + 1` times.
 
 use mw_runtime::model::{self, Params};
 use mw_runtime::{PolicyName, Protocol};
@@ -178,6 +184,8 @@ pub struct Point {
     pub predicted_ms: f64,
     pub measured_pi: f64,
     pub predicted_pi: f64,
+    /// Predicted with the start-ups overlapped ([`overlapped`]).
+    pub overlapped_ms: f64,
     /// Not among the runs the model was calibrated on.
     pub held_out: bool,
 }
@@ -195,6 +203,45 @@ pub struct Sweep {
     pub mcmc: Option<usize>,
     pub points: Vec<Point>,
 }
+
+impl Point {
+    /// The model's error on `Tt`: (predicted − measured) / measured.
+    pub fn error(&self) -> f64 {
+        (self.predicted_ms - self.measured_ms) / self.measured_ms
+    }
+
+    /// The error of the variant with the start-ups overlapped.
+    pub fn overlapped_error(&self) -> f64 {
+        (self.overlapped_ms - self.measured_ms) / self.measured_ms
+    }
+}
+
+/// `Tt(n)` with the start-ups of messages sent together overlapped, for a link whose latency
+/// does not add up between them (the emulated link, a switched network): expression (7)
+/// charges `(n+1)·mo`, one start-up after another, where such a link pays `mo` once on the way
+/// out and once on the way back while the transfers still queue. Under async that is (8) at
+/// every `n`: `2·mo + (((n−1)·α + 1)·k·V + Tc)/n + λm`. A synchronous send waits for its
+/// receive, so its start-ups do add up and (9) stands.
+///
+/// # Errors
+/// Parameters the model rejects.
+pub fn overlapped(p: &Params, n: usize, protocol: Protocol) -> Result<f64, model::ModelError> {
+    let exact = model::iteration_time(p, n, protocol)?;
+    Ok(match protocol {
+        Protocol::Sync => exact,
+        Protocol::Async => {
+            let nf = n as f64;
+            let transfers = ((nf - 1.0) * p.alpha + 1.0) * p.k_ms_per_byte * p.volume_bytes;
+            2.0 * p.mo_ms + (transfers + p.tc_ms) / nf + p.lm_ms
+        }
+    })
+}
+
+/// The target on every judged point: |error of `Tt`| at most this.
+pub const ERROR_TARGET: f64 = 0.10;
+
+/// The target on the best `n`: the predicted within this share of the measured.
+pub const BEST_N_TARGET: f64 = 0.15;
 
 impl Sweep {
     /// Best `n` by measured and predicted time, then by measured and predicted index.
@@ -218,9 +265,70 @@ impl Sweep {
             .points
             .iter()
             .filter(|p| p.held_out && p.measured_ms > 0.0)
-            .map(|p| ((p.predicted_ms - p.measured_ms) / p.measured_ms).abs())
+            .map(|p| p.error().abs())
             .collect();
         median(&errors)
+    }
+
+    /// The smallest `n` judged: half the measured best `n` by `Tt`, where the optimum is decided.
+    pub fn judged_from(&self) -> usize {
+        self.best()[0].map_or(0, |n| n.div_ceil(2))
+    }
+
+    /// Whether the point at `n` is judged: held out of the calibration and at least
+    /// [`Sweep::judged_from`].
+    pub fn judged(&self, p: &Point) -> bool {
+        p.held_out && p.measured_ms > 0.0 && p.workers >= self.judged_from()
+    }
+
+    /// The judged point with the largest |error|.
+    pub fn worst(&self) -> Option<&Point> {
+        self.worst_by(Point::error)
+    }
+
+    /// The judged point with the largest |`error`|.
+    pub fn worst_by(&self, error: fn(&Point) -> f64) -> Option<&Point> {
+        self.points
+            .iter()
+            .filter(|p| self.judged(p))
+            .max_by(|a, b| error(a).abs().total_cmp(&error(b).abs()))
+    }
+
+    /// How far the predicted best `n` lies from the measured, as a share of the measured: by
+    /// `Tt`, then by `Pi`.
+    pub fn best_n_miss(&self) -> [Option<f64>; 2] {
+        let [t_real, t_exp, pi_real, pi_exp] = self.best();
+        let miss = |real: Option<usize>, expected: Option<usize>| {
+            let real = real? as f64;
+            Some((expected? as f64 - real) / real)
+        };
+        [miss(t_real, t_exp), miss(pi_real, pi_exp)]
+    }
+
+    /// What keeps this case from the targets, as clauses; empty when it meets them all.
+    pub fn shortfalls(&self) -> Vec<String> {
+        let mut why = Vec::new();
+        match self.worst() {
+            Some(p) if p.error().abs() > ERROR_TARGET => {
+                why.push(format!("{} at n = {}", percent(p.error()), p.workers))
+            }
+            Some(_) => {}
+            None => why.push("no held-out point to judge".into()),
+        }
+        let [t_real, t_exp, pi_real, pi_exp] = self.best();
+        for ((real, expected), (by, miss)) in [(t_real, t_exp), (pi_real, pi_exp)]
+            .into_iter()
+            .zip(["Tt", "Pi"].into_iter().zip(self.best_n_miss()))
+        {
+            if miss.is_none_or(|m| m.abs() > BEST_N_TARGET) {
+                why.push(format!(
+                    "best n by {by} {} predicted, {} measured",
+                    n_text(expected),
+                    n_text(real)
+                ));
+            }
+        }
+        why
     }
 }
 
@@ -261,7 +369,9 @@ pub fn compare(
         .iter()
         .map(|&(n, measured_ms)| {
             let predicted_ms = model::iteration_time(params, n, protocol).map_err(model_error)?;
+            let overlapped_ms = overlapped(params, n, protocol).map_err(model_error)?;
             Ok(Point {
+                overlapped_ms,
                 workers: n,
                 measured_ms,
                 predicted_ms,
@@ -284,20 +394,31 @@ pub fn compare(
     })
 }
 
-/// The paper's finding (the model matches the measurements) against ours: the median error on
-/// the runs held out of the calibration, at most 10 % in every case, behind the emulated link
-/// (`sweeps`) and under MPI (`mpi`); and behind the link, `k` within [`K_TOLERANCE`] of the
-/// link's `link_k`, so that the model's bandwidth terms are checked too.
+/// The paper's finding (the model matches the measurements) against ours, judged per point:
+/// in every case, behind the emulated link (`sweeps`) and under MPI (`mpi`), |error| of `Tt` at
+/// most [`ERROR_TARGET`] at every held-out `n` from half the measured best `n` up, and the
+/// predicted best `n` by `Tt` and by `Pi` within [`BEST_N_TARGET`] of the measured; and behind
+/// the link, `k` within [`K_TOLERANCE`] of the link's `link_k`, so that the model's bandwidth
+/// terms are checked too.
 pub fn verdict(sweeps: &[Sweep], link_k: f64, mpi: &[Sweep]) -> Verdict {
     let all = || sweeps.iter().chain(mpi);
-    let good = all().filter(|s| s.median_error() <= 0.10).count();
-    let errors = |sweeps: &[Sweep]| {
+    let good = all().filter(|s| s.shortfalls().is_empty()).count();
+    let worst = |sweeps: &[Sweep]| {
         sweeps
             .iter()
-            .map(|s| format!("{} {:.1} %", s.figure, s.median_error() * 100.0))
+            .map(|s| match s.worst() {
+                Some(p) => format!("{} {} at n = {}", s.figure, percent(p.error()), p.workers),
+                None => format!("{} –", s.figure),
+            })
             .collect::<Vec<_>>()
             .join(", ")
     };
+    let missed: Vec<String> = all()
+        .filter_map(|s| {
+            let why = s.shortfalls();
+            (!why.is_empty()).then(|| format!("{}: {}", s.figure, why.join(", ")))
+        })
+        .collect();
     let ratio = |s: &Sweep| s.k_ms_per_byte / link_k;
     let recovered = sweeps
         .iter()
@@ -312,21 +433,37 @@ pub fn verdict(sweeps: &[Sweep], link_k: f64, mpi: &[Sweep]) -> Verdict {
         String::new()
     } else {
         format!(
-            "; under MPI on this machine (2 to {} workers): {}",
+            "; under MPI on this machine (2 to {} workers only): {}",
             super::model_mpi::MAX_WORKERS,
-            errors(mpi)
+            worst(mpi)
         )
     };
     let total = sweeps.len() + mpi.len();
+    let missed = if missed.is_empty() {
+        String::new()
+    } else {
+        format!(" Missed: {}.", missed.join("; "))
+    };
+    let overlapped = sweeps
+        .iter()
+        .map(|s| format!("{} {}", s.figure, worst_text(s, Point::overlapped_error)))
+        .collect::<Vec<_>>()
+        .join(", ");
     let why = format!(
-        "median |error| of `Tt` on the runs the model was not calibrated on: behind the emulated \
-         link {}{under_mpi} (at most 10 % in {good} of {total} cases); `k` calibrated across \
-         volumes at {ks} the emulated link's (within {:.0} % in {recovered} of {} cases).",
-        errors(sweeps),
+        "the worst |error| of `Tt` on the runs the model was not calibrated on, from half the \
+         measured best n up: behind the emulated link {} (with the start-ups overlapped: \
+         {overlapped}){under_mpi}; {good} of {total} cases \
+         within {:.0} % at every such n with the best n by `Tt` and by `Pi` predicted within \
+         {:.0} %; `k` calibrated across volumes at {ks} the emulated link's (within {:.0} % in \
+         {recovered} of {} cases).{missed}",
+        worst(sweeps),
+        ERROR_TARGET * 100.0,
+        BEST_N_TARGET * 100.0,
         K_TOLERANCE * 100.0,
         sweeps.len(),
     );
-    if total == 0 || (good == 0 && recovered == 0) {
+    // The word follows the per-point targets; `k` recovered alone does not make a case.
+    if total == 0 || good == 0 {
         Verdict::Not(why)
     } else if good == total && recovered == sweeps.len() {
         Verdict::Reproduced(why)
@@ -349,19 +486,36 @@ fn n_text(n: Option<usize>) -> String {
     n.map_or("–".into(), |n| n.to_string())
 }
 
-/// The summary table: the paper's best `n` next to ours, per case.
+/// `+12.3 % at n = 39`, the worst judged point of a case by `error`.
+fn worst_text(sweep: &Sweep, error: fn(&Point) -> f64) -> String {
+    sweep.worst_by(error).map_or("–".into(), |p| {
+        format!("{} at n = {}", percent(error(p)), p.workers)
+    })
+}
+
+/// `18 / 40 (+122 %)`: measured and predicted best `n` and how far the prediction lies.
+fn best_text(real: Option<usize>, expected: Option<usize>, miss: Option<f64>) -> String {
+    let miss = miss.map_or(String::new(), |m| format!(" ({:+.0} %)", m * 100.0));
+    format!("{} / {}{miss}", n_text(real), n_text(expected))
+}
+
+/// The summary table: the paper's best `n` next to ours, per case, and the worst judged error.
 pub fn summary(sweeps: &[Sweep], cases: &[Case]) -> Table {
     let mut table = Table::new([
         "case",
         "best n by Tt: paper real / expected",
-        "here real / expected",
+        "here real / expected (miss)",
         "best n by Pi: paper real / expected",
-        "here real / expected",
+        "here real / expected (miss)",
         "MCMC here",
-        "median |error| of Tt",
+        "worst error of Tt from n/2",
+        "start-ups overlapped",
+        "median |error|",
+        "meets the targets",
     ]);
     for (sweep, case) in sweeps.iter().zip(cases) {
         let [t_real, t_exp, pi_real, pi_exp] = sweep.best();
+        let [t_miss, pi_miss] = sweep.best_n_miss();
         table.push([
             format!(
                 "Fig. {} ({}, Tc {} ms, V {:.0} KB, n ≤ {})",
@@ -376,18 +530,69 @@ pub fn summary(sweeps: &[Sweep], cases: &[Case]) -> Table {
                 n_text(case.paper_time.0),
                 n_text(case.paper_time.1)
             ),
-            format!("{} / {}", n_text(t_real), n_text(t_exp)),
+            best_text(t_real, t_exp, t_miss),
             format!(
                 "{} / {}",
                 n_text(case.paper_index.0),
                 n_text(case.paper_index.1)
             ),
-            format!("{} / {}", n_text(pi_real), n_text(pi_exp)),
+            best_text(pi_real, pi_exp, pi_miss),
             n_text(sweep.mcmc),
+            worst_text(sweep, Point::error),
+            worst_text(sweep, Point::overlapped_error),
             percent(sweep.median_error())
                 .trim_start_matches('+')
                 .to_owned(),
+            if sweep.shortfalls().is_empty() {
+                "yes".to_owned()
+            } else {
+                "no".to_owned()
+            },
         ]);
+    }
+    table
+}
+
+/// The errors at `n` if it was held out: `(7) / overlapped`, in parentheses where not judged.
+fn error_cell(sweep: &Sweep, n: usize) -> String {
+    match sweep.points.iter().find(|p| p.workers == n && p.held_out) {
+        Some(p) => {
+            let both = format!("{} / {}", percent(p.error()), percent(p.overlapped_error()));
+            if sweep.judged(p) {
+                both
+            } else {
+                format!("({both})")
+            }
+        }
+        None => "–".to_owned(),
+    }
+}
+
+/// The error of `Tt` at every held-out `n` (rows) of every case (columns), by (7) and with the
+/// start-ups overlapped; in parentheses below half the measured best `n`, where the points are
+/// shown but not judged.
+pub fn errors_table(sweeps: &[Sweep]) -> Table {
+    let mut counts: Vec<usize> = sweeps
+        .iter()
+        .flat_map(|s| s.points.iter().filter(|p| p.held_out).map(|p| p.workers))
+        .collect();
+    counts.sort_unstable();
+    counts.dedup();
+    let mut table = Table {
+        header: std::iter::once("n".to_owned())
+            .chain(
+                sweeps
+                    .iter()
+                    .map(|s| format!("Fig. {}: (7) / overlapped", s.figure)),
+            )
+            .collect(),
+        rows: Vec::new(),
+    };
+    for n in counts {
+        let cells = sweeps.iter().map(|s| error_cell(s, n));
+        table
+            .rows
+            .push(std::iter::once(n.to_string()).chain(cells).collect());
     }
     table
 }
@@ -403,11 +608,14 @@ against 8(a): a slowdown of sync against async, not an error of the model). Thei
 Tables 1 to 4 give the best number of workers, real and expected (\"–\": beyond the range
 run), in the columns marked *paper* below.";
 
-/// Where the model parts from the emulated link, whatever the calibration.
-const LATENCY_BOUND: &str = "Where little data is sent per worker (large `n` at the smaller \
-volumes), expression (7) charges `(n+1)·mo`, the start-ups one after another, while the emulated \
+/// Where the model parts from the emulated link, whatever the calibration, and the variant
+/// shown beside it.
+const OVERLAP: &str = "Where little data is sent per worker (large `n` at the smaller volumes), \
+async expression (7) charges `(n+1)·mo`, the start-ups one after another, while the emulated \
 link's latency overlaps between messages sent together (only the runtime's own cost per message \
-adds up): with `mo` calibrated to the link's, the model runs above the measurements there.";
+adds up). The variant charges the start-ups once each way, `2·mo`, with the transfers still \
+queued one after another: (8) at every `n` (under sync, where each send waits for its receive, \
+it is (9) unchanged). The verdict judges (7), the paper's model.";
 
 /// Runs the experiment.
 ///
@@ -501,9 +709,13 @@ pub fn run(size: Size) -> Result<Section, BenchError> {
          `k` only from the queues its messages wait in; across `n` the bytes grow with the \
          tasks per chunk, so a cost per task would read as bandwidth; and at the larger volumes \
          a master busy with its sends takes answers late, so trips there grow beyond the \
-         link's cost while the iteration time keeps to the model. The error is the median over \
-         the runs at odd `n`, at the case's volume, which the model was not calibrated on. The \
-         best `n`:\n\n",
+         link's cost while the iteration time keeps to the model. The model is scored on the \
+         runs at odd `n`, at the case's volume, which it was not calibrated on, point by point: \
+         a case meets the targets when |error| of `Tt` is at most {:.0} % at every such `n` \
+         from half the measured best `n` up (where the optimum is decided) and the predicted \
+         best `n`, by `Tt` and by `Pi`, lies within {:.0} % of the measured (\"miss\" below; the \
+         measured best `n` at the end of the range means the optimum lies beyond it). The \
+         best `n` and the worst point:\n\n",
         plan.tasks,
         plan.iterations,
         plan.workers.start(),
@@ -514,8 +726,16 @@ pub fn run(size: Size) -> Result<Section, BenchError> {
             format!(" and again by {}", plan.scale)
         },
         volumes_text(&plan.volumes),
+        ERROR_TARGET * 100.0,
+        BEST_N_TARGET * 100.0,
     );
     ours.push_str(&summary(&sweeps, &plan.cases).markdown());
+    ours.push_str(&format!(
+        "\nThe error of `Tt`, (predicted − measured) / measured, at every held-out `n`, by \
+         expression (7) and by the variant with the start-ups overlapped (in parentheses below \
+         half the measured best `n`, not judged). {OVERLAP}\n\n{}",
+        errors_table(&sweeps).markdown()
+    ));
     ours.push('\n');
     let link_k = 8e-3 / LINK_MBIT;
     let mut calib = Table::new([
@@ -570,7 +790,7 @@ pub fn run(size: Size) -> Result<Section, BenchError> {
             }
         }
         ours.push_str(&format!(
-            "Detail of Fig. {} (all points in `results.json` and the figure):\n\n{}\n{LATENCY_BOUND}\n\n",
+            "Detail of Fig. {} (all points in `results.json` and the figure):\n\n{}\n",
             s.figure,
             detail.markdown()
         ));
@@ -593,7 +813,7 @@ fn mpi_text(mpi: &Result<Vec<Sweep>, String>) -> String {
          `mpirun --oversubscribe`, one rank per worker and one for the master, over Open MPI's \
          shared memory instead of the emulated link, n = 2..{} (calibrated on even `n`, scored \
          on odd), the paper's `Tc` and `V` scaled by 1/10 as above. Every rank is a process on \
-         the same 2 cores, and a waiting rank spins and yields before it sleeps, so that the \
+         the same {} cores, and a waiting rank spins and yields before it sleeps, so that the \
          ranks' waits compete with the master for the cores and only a few ranks fit: the sweep cannot reach the paper's best `n` (tens of workers), and it \
          scores the model on a link far faster than 100 Mbit/s, where the computation's term \
          dominates. Calibrated the same way (at {} times the volume), `k` is what a \
@@ -601,6 +821,7 @@ fn mpi_text(mpi: &Result<Vec<Sweep>, String>) -> String {
          MPI's copies through shared memory, decoding it, and the ranks' contention for the \
          cores while they do, not a bandwidth of the transport alone.",
         super::model_mpi::MAX_WORKERS,
+        crate::machine::Machine::detect().cores,
         volumes_text(&VOLUMES)
     );
     match mpi {
@@ -611,21 +832,30 @@ fn mpi_text(mpi: &Result<Vec<Sweep>, String>) -> String {
                 "mo (ms)",
                 "k (ms/B)",
                 "λm (ms)",
-                "best n by Tt: real / expected",
-                "median |error| of Tt",
+                "best n by Tt: real / expected (miss)",
+                "best n by Pi: real / expected (miss)",
+                "worst error of Tt from n/2",
+                "median |error|",
             ]);
             for s in sweeps {
-                let [real, expected, _, _] = s.best();
+                let [real, expected, pi_real, pi_expected] = s.best();
+                let [miss, pi_miss] = s.best_n_miss();
                 table.push([
                     format!("Fig. {} ({})", s.figure, s.protocol),
                     format!("{:.4}", s.mo_ms),
                     format!("{:.2e}", s.k_ms_per_byte),
                     format!("{:.3}", s.lm_ms),
-                    format!("{} / {}", n_text(real), n_text(expected)),
+                    best_text(real, expected, miss),
+                    best_text(pi_real, pi_expected, pi_miss),
+                    worst_text(s, Point::error),
                     percent(s.median_error()).trim_start_matches('+').to_owned(),
                 ]);
             }
-            format!("{head}\n\n{}\n", table.markdown())
+            format!(
+                "{head}\n\n{}\nThe error at every held-out `n` under MPI:\n\n{}\n",
+                table.markdown(),
+                errors_table(sweeps).markdown()
+            )
         }
     }
 }
@@ -718,7 +948,8 @@ mod tests {
         ) {
             Verdict::Partly(why) => {
                 assert!(why.contains("under MPI on this machine"), "{why}");
-                assert!(why.contains("in 1 of 2 cases"), "{why}");
+                assert!(why.contains("1 of 2 cases within 10 %"), "{why}");
+                assert!(why.contains("Missed: 7(a): -33.3 % at n = 5"), "{why}");
             }
             other => panic!("{other:?}"),
         }
@@ -729,6 +960,99 @@ mod tests {
         );
         let ran = mpi_text(&Ok(vec![good]));
         assert!(ran.contains("| Fig. 7(a) (async)"), "{ran}");
+    }
+
+    #[test]
+    fn one_bad_point_where_the_optimum_is_decided_fails_the_case() {
+        let p = params();
+        // Exact but at 39 workers, 30 % above: the median of the held-out errors stays 0.
+        let observed: Vec<(usize, f64)> = (10..=60)
+            .map(|n| {
+                let t = model::iteration_time(&p, n, Protocol::Async).unwrap();
+                (n, if n == 39 { t / 1.3 } else { t })
+            })
+            .collect();
+        let even: Vec<usize> = (10..=60).filter(|n| n % 2 == 0).collect();
+        let sweep = compare("6", Protocol::Async, &p, &observed, &even).unwrap();
+        assert_eq!(sweep.median_error(), 0.0);
+        // The measured best n moves to 39; judged from 20 up.
+        assert_eq!(sweep.judged_from(), 20);
+        let worst = sweep.worst().unwrap();
+        assert_eq!(worst.workers, 39);
+        let why = sweep.shortfalls();
+        assert!(why[0].contains("+30.0 % at n = 39"), "{why:?}");
+        assert!(!matches!(
+            verdict(std::slice::from_ref(&sweep), p.k_ms_per_byte, &[]),
+            Verdict::Reproduced(_)
+        ));
+        let md = errors_table(std::slice::from_ref(&sweep)).markdown();
+        let row = md.lines().find(|l| l.starts_with("| 39 ")).unwrap();
+        assert!(row.contains("+30.0 %") && !row.contains('('), "{row}");
+        // Below half the optimum, a miss is shown in parentheses and not judged.
+        let observed: Vec<(usize, f64)> = (10..=60)
+            .map(|n| {
+                let t = model::iteration_time(&p, n, Protocol::Async).unwrap();
+                (n, if n == 11 { t * 1.3 } else { t })
+            })
+            .collect();
+        let sweep = compare("6", Protocol::Async, &p, &observed, &even).unwrap();
+        assert!(sweep.shortfalls().is_empty(), "{:?}", sweep.shortfalls());
+        let md = errors_table(std::slice::from_ref(&sweep)).markdown();
+        assert!(md.contains("(-23.1 % / "), "{md}");
+    }
+
+    #[test]
+    fn no_case_within_the_targets_is_not_reproduced_whatever_k() {
+        let p = params();
+        let off: Vec<(usize, f64)> = (2..=5)
+            .map(|n| {
+                (
+                    n,
+                    model::iteration_time(&p, n, Protocol::Async).unwrap() * 1.5,
+                )
+            })
+            .collect();
+        let bad = compare("7(a)", Protocol::Async, &p, &off, &[2, 4]).unwrap();
+        assert!(matches!(
+            verdict(std::slice::from_ref(&bad), p.k_ms_per_byte, &[]),
+            Verdict::Not(_)
+        ));
+    }
+
+    #[test]
+    fn overlapped_start_ups_are_paid_once_each_way() {
+        let p = Params {
+            volume_bytes: 0.0,
+            ..params()
+        };
+        let n = 40;
+        let seven = model::iteration_time(&p, n, Protocol::Async).unwrap();
+        let both = overlapped(&p, n, Protocol::Async).unwrap();
+        assert!((seven - both - (n - 1) as f64 * p.mo_ms).abs() < 1e-9);
+        assert!((both - (2.0 * p.mo_ms + p.tc_ms / n as f64)).abs() < 1e-9);
+        let sync = model::iteration_time(&p, n, Protocol::Sync).unwrap();
+        assert_eq!(overlapped(&p, n, Protocol::Sync).unwrap(), sync);
+    }
+
+    #[test]
+    fn the_best_n_is_missed_beyond_fifteen_percent() {
+        let p = params();
+        // The model's own curve, measured best pulled down to 30 (predicted 40): miss +33 %.
+        let observed: Vec<(usize, f64)> = (10..=60)
+            .map(|n| {
+                let t = model::iteration_time(&p, n, Protocol::Async).unwrap();
+                (n, if n == 30 { t * 0.8 } else { t })
+            })
+            .collect();
+        let sweep = compare("6", Protocol::Async, &p, &observed, &[30]).unwrap();
+        let [by_tt, _] = sweep.best_n_miss();
+        assert!((by_tt.unwrap() - 10.0 / 30.0).abs() < 1e-9);
+        let why = sweep.shortfalls();
+        assert!(
+            why.iter()
+                .any(|w| w == "best n by Tt 40 predicted, 30 measured"),
+            "{why:?}"
+        );
     }
 
     #[test]

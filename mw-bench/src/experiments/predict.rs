@@ -258,17 +258,18 @@ pub fn run(size: Size) -> Result<Section, BenchError> {
         }
     }
     let mpi_note = match &mpi {
-        Ok(_) => "Under MPI the pilot and the runs are the synthetic example built with \
-                  `--features mpi` under `mpirun --oversubscribe`, one rank per worker and one \
-                  for the master (`daf`, tuner off, through a config file), on the same 2 cores: \
-                  8 workers are 9 ranks, as many as fit."
-            .to_string(),
+        Ok(_) => format!(
+            "Under MPI the pilot and the runs are the synthetic example built with `--features \
+             mpi` under `mpirun --oversubscribe`, one rank per worker and one for the master \
+             (`daf`, tuner off, through a config file), on the same {} cores.",
+            crate::machine::Machine::detect().cores
+        ),
         Err(why) => format!("The MPI pilot and runs were not made: {why}."),
     };
     let ours = format!(
         "Pilots of the synthetic program ({PILOT_WORKERS} workers, {pilot_iterations} iterations \
          of {tasks} tasks of 1 ms ± 30 %, `daf`, tuner off), on threads, behind the emulated \
-         link (0.1 ms, 100 Mbit/s, 1000 B per task and per result) and, at full size, under \
+         link ({LINK_LATENCY_MS} ms, {LINK_MBIT} Mbit/s, 1000 B per task and per result) and, at full size, under \
          MPI; `mwgen predict`'s library predicts each run below from the pilot's metrics alone, \
          then the run is made. The runs \"under load\" carry `--load {}` (half the workers \
          twice as slow every other 4 iterations), which their unloaded pilot never saw: the \
