@@ -19,7 +19,9 @@
 //! - `predict` — whole runs predicted from a pilot's metrics (`mwgen predict`) against real runs;
 //! - `heterogeneous` — every policy and `--policy auto` on workers of unequal speed;
 //! - `shaped` — the emulated link against MPI over TCP shaped with `tc` between network
-//!   namespaces.
+//!   namespaces;
+//! - `cluster` — the model validation on kernel TCP across a cluster in a box (`cluster/`),
+//!   beside the emulated link.
 //!
 //! Experiments run in this process through `mw_runtime::run_config` and the synthetic and xfire
 //! examples' libraries; the runs of the N-Body example, the MPI runs and the runtime's MPI bench
@@ -72,6 +74,8 @@ pub enum Command {
     Heterogeneous(Options),
     /// The emulated link against MPI over TCP shaped with `tc` between network namespaces (root)
     Shaped(Options),
+    /// Model validation on kernel TCP across a cluster in a box, beside the emulated link (root)
+    Cluster(Options),
 }
 
 /// Options every subcommand takes.
@@ -147,7 +151,11 @@ pub fn run(cli: &Cli) -> Result<PathBuf, BenchError> {
         Command::Predict(o) => (o, &[Experiment::Predict]),
         Command::Heterogeneous(o) => (o, &[Experiment::Heterogeneous]),
         Command::Shaped(o) => (o, &[Experiment::Shaped]),
+        Command::Cluster(o) => (o, &[Experiment::Cluster]),
     };
+    if which.contains(&Experiment::Cluster) && options.size == Size::Full {
+        experiments::cluster::able()?;
+    }
     let started = Instant::now();
     let load = machine::LoadWatch::start();
     let mut sections = Vec::new();
@@ -217,6 +225,7 @@ fn command_line(cli: &Cli) -> String {
         Command::Predict(o) => ("predict", o),
         Command::Heterogeneous(o) => ("heterogeneous", o),
         Command::Shaped(o) => ("shaped", o),
+        Command::Cluster(o) => ("cluster", o),
     };
     let mut text = format!(
         "cargo run --release -p mw-bench -- {name} -o {}",
@@ -242,10 +251,11 @@ pub enum Experiment {
     Predict,
     Heterogeneous,
     Shaped,
+    Cluster,
 }
 
 impl Experiment {
-    pub const ALL: [Experiment; 8] = [
+    pub const ALL: [Experiment; 9] = [
         Experiment::Policies,
         Experiment::Workers,
         Experiment::Model,
@@ -254,6 +264,7 @@ impl Experiment {
         Experiment::Predict,
         Experiment::Heterogeneous,
         Experiment::Shaped,
+        Experiment::Cluster,
     ];
 
     pub fn name(self) -> &'static str {
@@ -266,6 +277,7 @@ impl Experiment {
             Experiment::Predict => "predict",
             Experiment::Heterogeneous => "heterogeneous",
             Experiment::Shaped => "shaped",
+            Experiment::Cluster => "cluster",
         }
     }
 
@@ -279,6 +291,7 @@ impl Experiment {
             Experiment::Predict => experiments::predict::run(size),
             Experiment::Heterogeneous => experiments::heterogeneous::run(size),
             Experiment::Shaped => experiments::shaped::run(size),
+            Experiment::Cluster => experiments::cluster::run(size),
         }
     }
 }

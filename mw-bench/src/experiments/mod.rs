@@ -2,6 +2,7 @@
 
 pub mod calibration;
 pub mod children;
+pub mod cluster;
 pub mod heterogeneous;
 pub mod model;
 pub mod model_mpi;
