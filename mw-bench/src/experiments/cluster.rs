@@ -51,9 +51,10 @@ pub const NET: &str = "10.213.91";
 /// measured best `n` on, and the predicted best `n` against the measured one.
 pub const ERROR_BOUND: f64 = 0.10;
 pub const BEST_N_BOUND: f64 = 0.15;
-/// Tasks per iteration and iterations per run, as in the emulated sweep.
+/// Tasks per iteration, as in the emulated sweep, and iterations per run: two more than there,
+/// since a run's time is their median and the ranks share the cores with other programs.
 const TASKS: usize = 720;
-const ITERATIONS: usize = 3;
+const ITERATIONS: usize = 5;
 /// Round trips timed between two nodes.
 const ROUND_TRIPS: usize = 2000;
 
@@ -693,6 +694,8 @@ struct Measured {
     no_delay: Option<String>,
     /// The round trip between two nodes, ms: median, 10th and 90th percentiles.
     rtt: (f64, f64, f64),
+    /// The highest 1-minute load average while the sweeps ran.
+    load_peak: Option<f64>,
 }
 
 /// Brings the box up, measures its round trip and runs the plan's sweeps on both networks; the
@@ -701,6 +704,7 @@ fn measure(plan: &Plan, exe: &Path, dir: &Path) -> Result<Measured, String> {
     let (b, no_delay) = ClusterBox::up(LINK_MBIT, LINK_LATENCY_MS, plan.max_workers.div_ceil(2))?;
     let rtt = round_trip()?;
     eprintln!("mw-bench: cluster up, round trip {:.3} ms", rtt.0);
+    let load = crate::machine::LoadWatch::start();
     let mut pairs = Vec::new();
     for case in &plan.cases {
         let counts = counts(case.paper_workers.min(plan.max_workers), plan.stride);
@@ -720,6 +724,7 @@ fn measure(plan: &Plan, exe: &Path, dir: &Path) -> Result<Measured, String> {
         delay_ms: b.delay_ms,
         no_delay,
         rtt,
+        load_peak: load.finish(),
     })
 }
 
@@ -729,6 +734,7 @@ fn section(measured: &Measured, plan: &Plan) -> Section {
         delay_ms,
         no_delay,
         rtt,
+        load_peak,
     } = measured;
     let link = link_text(*delay_ms, *rtt);
     let mut ours = format!(
@@ -757,6 +763,13 @@ fn section(measured: &Measured, plan: &Plan) -> Section {
         BEST_N_BOUND * 100.0,
         summary(pairs).markdown()
     );
+    if let Some(peak) = load_peak {
+        ours.push_str(&format!(
+            "\nThe 1-minute load average peaked at {peak:.1} on the 2 cores while these runs \
+             went: every rank and thread of a run shares them, with whatever else ran on the \
+             machine, and a run's time includes its waits for a core.\n"
+        ));
+    }
     if let Some(why) = no_delay {
         ours.push_str(&format!(
             "\n`mw-cluster up --delay {LINK_LATENCY_MS}` said: {}\n",
@@ -780,6 +793,7 @@ fn section(measured: &Measured, plan: &Plan) -> Section {
             "pairs": pairs,
             "delay_ms": delay_ms,
             "round_trip_ms": { "median": rtt.0, "p10": rtt.1, "p90": rtt.2 },
+            "load_peak": load_peak,
         }),
         seconds: 0.0,
     }
@@ -878,6 +892,7 @@ mod tests {
             delay_ms: None,
             no_delay: Some("Specified qdisc kind is unknown".into()),
             rtt: (0.08, 0.07, 0.1),
+            load_peak: Some(3.5),
         };
         let s = section(&measured, &plan());
         for n in [3, 5, 7, 13, 19] {
@@ -890,6 +905,7 @@ mod tests {
                 .contains("round trip of one byte between two nodes 0.080 ms")
         );
         assert!(s.ours.contains("Specified qdisc kind is unknown"));
+        assert!(s.ours.contains("load average peaked at 3.5"), "{}", s.ours);
         assert_eq!(s.figures.len(), 1);
     }
 
