@@ -27,7 +27,6 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use mw_runtime::model::Params;
 use mw_runtime::{PolicyName, RunMetrics};
 use mwgen::report::chart::{LineChart, Series};
 use serde_json::json;
@@ -38,7 +37,7 @@ use super::model::{CASES, Case, PAPER_SCALE, Point, Sweep, VOLUMES, compare};
 use super::model_mpi::synthetic_binary;
 use super::{LINK_LATENCY_MS, LINK_MBIT, fixed, program, synthetic};
 use crate::doc::{Figure, Section, Table, Verdict, ms, percent};
-use crate::ideal::median;
+use crate::ideal::{Spread, median};
 use crate::{BenchError, Size};
 
 /// Nodes of the box: the master's and two of workers.
@@ -403,39 +402,69 @@ fn emulated(case: &Case, n: usize, volume: f64) -> Result<Observed, String> {
     Ok(Observed::from_metrics(&summary.metrics, median(&drawn)))
 }
 
-/// One case's sweep over `counts` by `observe(n, volume)`: calibrated on the even `n` (at every
-/// volume), compared at all. `None` where the calibration found no parameters.
-fn sweep(
+/// One network's runs of a case: at the case's volume at every `n`, and at the other
+/// [`VOLUMES`] at the even `n`.
+#[derive(Debug, Default)]
+struct Runs {
+    observed: Vec<(usize, f64)>,
+    at_volume: Vec<Observed>,
+    other_volumes: Vec<Observed>,
+}
+
+impl Runs {
+    /// The model calibrated on the runs at `calibrated_on` (every volume) against every `n`;
+    /// `None` where the calibration found no parameters.
+    fn sweep(mut self, case: &Case, calibrated_on: &[usize]) -> Result<Option<Sweep>, String> {
+        self.other_volumes.extend(self.at_volume.iter().copied());
+        let Some(params) = calibrated(&self.at_volume, &self.other_volumes, case.protocol) else {
+            return Ok(None);
+        };
+        compare(
+            case.figure,
+            case.protocol,
+            &params,
+            &self.observed,
+            calibrated_on,
+        )
+        .map(Some)
+        .map_err(|BenchError(e)| e)
+    }
+}
+
+/// One case's sweeps over `counts` on both networks, `observe(n, volume)` making the run on
+/// kernel TCP and then the same behind the emulated link, so that the two see the same load on
+/// the machine; each network's model calibrated on its own runs at even `n`.
+fn sweeps(
     case: &Case,
     counts: &[usize],
-    mut observe: impl FnMut(usize, f64) -> Result<Observed, String>,
-) -> Result<Option<Sweep>, String> {
-    let (mut observed, mut calibrated_on) = (Vec::new(), Vec::new());
-    let (mut at_volume, mut runs) = (Vec::new(), Vec::new());
+    mut observe: impl FnMut(usize, f64) -> Result<(Observed, Observed), String>,
+) -> Result<Option<Pair>, String> {
+    let (mut tcp, mut emulated) = (Runs::default(), Runs::default());
+    let mut calibrated_on = Vec::new();
     for &n in counts {
-        let o = observe(n, 1.0)?;
-        observed.push((n, o.time_ms));
+        let (t, e) = observe(n, 1.0)?;
+        tcp.observed.push((n, t.time_ms));
+        emulated.observed.push((n, e.time_ms));
         if n % 2 == 0 {
-            at_volume.push(o);
             calibrated_on.push(n);
+            tcp.at_volume.push(t);
+            emulated.at_volume.push(e);
             for &volume in VOLUMES.iter().filter(|&&v| v != 1.0) {
-                runs.push(observe(n, volume)?);
+                let (t, e) = observe(n, volume)?;
+                tcp.other_volumes.push(t);
+                emulated.other_volumes.push(e);
             }
         }
     }
-    runs.extend(at_volume.iter().copied());
-    let Some(params): Option<Params> = calibrated(&at_volume, &runs, case.protocol) else {
-        return Ok(None);
-    };
-    compare(
-        case.figure,
-        case.protocol,
-        &params,
-        &observed,
-        &calibrated_on,
+    Ok(
+        match (
+            tcp.sweep(case, &calibrated_on)?,
+            emulated.sweep(case, &calibrated_on)?,
+        ) {
+            (Some(tcp), Some(emulated)) => Some(Pair { tcp, emulated }),
+            _ => None,
+        },
     )
-    .map(Some)
-    .map_err(|BenchError(e)| e)
 }
 
 /// One case on both networks.
@@ -636,6 +665,39 @@ fn figure(pair: &Pair) -> Figure {
     }
 }
 
+/// How the two networks' runs differ, case by case: the measured `Tt` on kernel TCP over that
+/// behind the emulated link at the same `n`, and the calibrated `k` and `mo` of the one over
+/// the other's.
+fn differences(pairs: &[Pair]) -> String {
+    let cases: Vec<String> = pairs
+        .iter()
+        .map(|p| {
+            let ratios: Vec<f64> = p
+                .tcp
+                .points
+                .iter()
+                .zip(&p.emulated.points)
+                .map(|(t, e)| t.measured_ms / e.measured_ms)
+                .collect();
+            format!(
+                "{} {} (k {:.2}×, mo {:.4} against {:.4} ms)",
+                p.tcp.figure,
+                Spread::of(&ratios).times(),
+                p.tcp.k_ms_per_byte / p.emulated.k_ms_per_byte,
+                p.tcp.mo_ms,
+                p.emulated.mo_ms
+            )
+        })
+        .collect();
+    format!(
+        "Kernel TCP against the emulated link, each run on TCP followed by the same run behind \
+         the emulated link: measured `Tt` on TCP over emulated at the same `n`, median over the \
+         counts (range), and the calibrated `k` and `mo` of TCP against the emulated link's: \
+         {}.",
+        cases.join("; ")
+    )
+}
+
 /// What the box's link is, in words, for the text: its rate and its delay or measured round
 /// trip.
 fn link_text(delay_ms: Option<f64>, rtt: (f64, f64, f64)) -> String {
@@ -708,15 +770,16 @@ fn measure(plan: &Plan, exe: &Path, dir: &Path) -> Result<Measured, String> {
     let mut pairs = Vec::new();
     for case in &plan.cases {
         let counts = counts(case.paper_workers.min(plan.max_workers), plan.stride);
-        let tcp = sweep(case, &counts, |n, v| over_tcp(&b, exe, dir, case, n, v))?;
-        let emu = sweep(case, &counts, |n, v| emulated(case, n, v))?;
-        if let (Some(tcp), Some(emulated)) = (tcp, emu) {
+        let pair = sweeps(case, &counts, |n, v| {
+            Ok((over_tcp(&b, exe, dir, case, n, v)?, emulated(case, n, v)?))
+        })?;
+        if let Some(pair) = pair {
             eprintln!(
                 "mw-bench: cluster {}: worst held-out error {}",
                 case.figure,
-                percent(judge(&tcp).worst_error)
+                percent(judge(&pair.tcp).worst_error)
             );
-            pairs.push(Pair { tcp, emulated });
+            pairs.push(pair);
         }
     }
     Ok(Measured {
@@ -745,7 +808,7 @@ fn section(measured: &Measured, plan: &Plan) -> Section {
          on the first node and the workers split between the other two, so that every message \
          crosses the master's cable. The same {TASKS} equal sleeping tasks per iteration cut by \
          `static`, {ITERATIONS} iterations per run (median iteration time), the paper's `Tc` and \
-         `V` scaled by 1/10, as in *Model validation*; beside each run on kernel TCP the same run \
+         `V` scaled by 1/10, as in *Model validation*; after each run on kernel TCP the same run \
          on threads behind the emulated link (`--link-latency {LINK_LATENCY_MS} \
          --link-bandwidth {LINK_MBIT}`). Worker counts: every `n` up to 8, then an even and the \
          next odd `n` every {} from 12 up to the most the paper ran (at most {}); each network's model is \
@@ -776,6 +839,7 @@ fn section(measured: &Measured, plan: &Plan) -> Section {
             why.lines().last().unwrap_or(why)
         ));
     }
+    ours.push_str(&format!("\n{}\n", differences(pairs)));
     for pair in pairs {
         ours.push_str(&format!(
             "\nHeld out, Fig. {}:\n\n{}",
@@ -801,7 +865,8 @@ fn section(measured: &Measured, plan: &Plan) -> Section {
 
 #[cfg(test)]
 mod tests {
-    use mw_runtime::{Protocol, model};
+    use mw_runtime::Protocol;
+    use mw_runtime::model::{self, Params};
 
     use super::*;
 
@@ -906,6 +971,11 @@ mod tests {
         );
         assert!(s.ours.contains("Specified qdisc kind is unknown"));
         assert!(s.ours.contains("load average peaked at 3.5"), "{}", s.ours);
+        assert!(
+            s.ours.contains("7(a) 1.00× (1.00–1.25) (k 1.00×"),
+            "{}",
+            s.ours
+        );
         assert_eq!(s.figures.len(), 1);
     }
 
