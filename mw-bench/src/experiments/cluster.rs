@@ -94,8 +94,8 @@ struct Plan {
 
 /// The cases of the paper's smaller volume, 100 KB (Figs. 7(a) to 10(a)), each up to the most
 /// workers the paper ran it with: those where the emulated sweep's error grows with `n`, and
-/// the four that fit the run time (a run of 56 ranks on 2 cores takes about 10 s, most of it
-/// starting them).
+/// the four that fit the run time (most of a run of 56 ranks on 2 cores goes to starting and
+/// ending them).
 fn plan() -> Plan {
     Plan {
         cases: CASES
