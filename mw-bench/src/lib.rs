@@ -21,7 +21,9 @@
 //!   its rules were never adjusted on;
 //! - `heterogeneous` — every policy and `--policy auto` on workers of unequal speed;
 //! - `shaped` — the emulated link against MPI over TCP shaped with `tc` between network
-//!   namespaces.
+//!   namespaces;
+//! - `cluster` — the model validation on kernel TCP across a cluster in a box (`cluster/`),
+//!   beside the emulated link.
 //!
 //! Experiments run in this process through `mw_runtime::run_config` and the synthetic and xfire
 //! examples' libraries; the runs of the N-Body example, the MPI runs and the runtime's MPI bench
@@ -76,6 +78,8 @@ pub enum Command {
     Heterogeneous(Options),
     /// The emulated link against MPI over TCP shaped with `tc` between network namespaces (root)
     Shaped(Options),
+    /// Model validation on kernel TCP across a cluster in a box, beside the emulated link (root)
+    Cluster(Options),
 }
 
 /// Options every subcommand takes.
@@ -152,7 +156,11 @@ pub fn run(cli: &Cli) -> Result<PathBuf, BenchError> {
         Command::Heldout(o) => (o, &[Experiment::Heldout]),
         Command::Heterogeneous(o) => (o, &[Experiment::Heterogeneous]),
         Command::Shaped(o) => (o, &[Experiment::Shaped]),
+        Command::Cluster(o) => (o, &[Experiment::Cluster]),
     };
+    if which.contains(&Experiment::Cluster) && options.size == Size::Full {
+        experiments::cluster::able()?;
+    }
     let started = Instant::now();
     let load = machine::LoadWatch::start();
     let mut sections = Vec::new();
@@ -223,6 +231,7 @@ fn command_line(cli: &Cli) -> String {
         Command::Heldout(o) => ("heldout", o),
         Command::Heterogeneous(o) => ("heterogeneous", o),
         Command::Shaped(o) => ("shaped", o),
+        Command::Cluster(o) => ("cluster", o),
     };
     let mut text = format!(
         "cargo run --release -p mw-bench -- {name} -o {}",
@@ -249,10 +258,11 @@ pub enum Experiment {
     Heldout,
     Heterogeneous,
     Shaped,
+    Cluster,
 }
 
 impl Experiment {
-    pub const ALL: [Experiment; 9] = [
+    pub const ALL: [Experiment; 10] = [
         Experiment::Policies,
         Experiment::Workers,
         Experiment::Model,
@@ -262,6 +272,7 @@ impl Experiment {
         Experiment::Heldout,
         Experiment::Heterogeneous,
         Experiment::Shaped,
+        Experiment::Cluster,
     ];
 
     pub fn name(self) -> &'static str {
@@ -275,6 +286,7 @@ impl Experiment {
             Experiment::Heldout => "heldout",
             Experiment::Heterogeneous => "heterogeneous",
             Experiment::Shaped => "shaped",
+            Experiment::Cluster => "cluster",
         }
     }
 
@@ -289,6 +301,7 @@ impl Experiment {
             Experiment::Heldout => experiments::heldout::run(size),
             Experiment::Heterogeneous => experiments::heterogeneous::run(size),
             Experiment::Shaped => experiments::shaped::run(size),
+            Experiment::Cluster => experiments::cluster::run(size),
         }
     }
 }

@@ -2,6 +2,7 @@
 
 pub mod calibration;
 pub mod children;
+pub mod cluster;
 pub mod heldout;
 pub mod heterogeneous;
 pub mod model;
