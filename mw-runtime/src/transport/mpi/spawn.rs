@@ -242,6 +242,7 @@ impl Spawner {
                     super::STOP,
                     stop,
                     false,
+                    None,
                     Vec::new(),
                     queue,
                 );
