@@ -5,6 +5,8 @@ use clap::Parser;
 use crate::agree::{Agreed, SameResult, SameShared, SameTask};
 use crate::app::{Master, Worker, WorkerSetup};
 use crate::config::{BackendChoice, RunArgs, RunConfig};
+#[cfg(feature = "mpi")]
+use crate::engine::master::stop_workers;
 use crate::engine::{
     master::{guarded, run_master},
     worker::serve,
@@ -250,6 +252,7 @@ fn written(config: &RunConfig) -> String {
     }
 }
 
+/// This rank's part: the master on rank 0, a worker elsewhere, each on its end of the MPI link.
 #[cfg(feature = "mpi")]
 fn run_mpi<M, W>(
     config: &RunConfig,
@@ -260,7 +263,32 @@ where
     M: Master,
     W: Worker<Task = M::Task, Result = M::Result, Shared = M::Shared>,
 {
-    crate::transport::mpi::run(config, master, worker, &app_name())
+    use crate::transport::mpi::{Joined, connect};
+    match connect::<M::Task, M::Shared, M::Result>(config)? {
+        None => Ok(None),
+        Some(Joined::Master(mut end)) => {
+            let config = end.config().clone();
+            let outcome = guarded(|| run_master(&mut master(), end.link(), &config, &app_name()));
+            let panicked = outcome
+                .as_ref()
+                .is_err_and(|e| matches!(e.kind(), ErrorKind::MasterPanicked { .. }));
+            if panicked {
+                // The engine unwound without stopping the workers: stopped here, or they would
+                // wait for the master forever.
+                if let Err(stop) = stop_workers(end.unsynchronized()) {
+                    eprintln!("warning: after the master's panic, stopping the workers: {stop}");
+                }
+            }
+            end.close();
+            outcome.map(Some)
+        }
+        Some(Joined::Worker(mut end)) => {
+            let setup = end.setup().clone();
+            serve(&worker, &setup, &config.load, end.link());
+            end.close();
+            Ok(None)
+        }
+    }
 }
 
 #[cfg(not(feature = "mpi"))]
