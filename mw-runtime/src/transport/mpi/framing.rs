@@ -27,17 +27,6 @@ pub(super) const INLINE: usize = 64 * 1024;
 /// is full) it is kept with the sends in progress like a long one, so no send ever waits.
 pub(super) const EAGER: usize = 2 * 1024;
 
-/// Short messages ([`EAGER`]) sent to a peer since it was last heard from, below which the next
-/// one is sent with a blocking `MPI_Send`: their 16 KiB fit whatever room a peer that stopped
-/// reading leaves (the eager fragments of shared memory, a TCP connection's socket buffers), so
-/// such a send returns once the bytes are copied out, never waiting for the peer. Past it, or
-/// after a long message, a peer not heard from may be in trouble, and sends are posted and
-/// tested until it is heard from again, so that none waits. A worker that answers has fewer
-/// messages than this out (the shared part, its chunks: one and the one prefetched by default).
-/// A send posted and tested costs a request and a test where `MPI_Send` is one call: with
-/// chunks of one empty task, a large part of the master's time per task.
-pub(super) const ROOM: u32 = 8;
-
 /// A run's two communicators.
 pub(super) struct Comms {
     /// Whole messages and announcements.
@@ -149,36 +138,22 @@ pub(super) fn receive(
 }
 
 /// Posts `bytes` to `rank`: whole, or their announcement (written into `header`) and their
-/// parts; `synchronous` sends complete only once the receiver has them. `unheard` counts the
-/// messages sent to `rank` since it was last heard from (`None`: not counted, every send
-/// posted): below [`ROOM`] a short one goes with a blocking send. The bytes of a short message
-/// that need not be synchronous ([`EAGER`]) and was sent at once are handed back, for the next
-/// message; otherwise `None`, the bytes held by the sends in `posted` until they complete.
+/// parts; `synchronous` sends complete only once the receiver has them. The bytes of a short
+/// message that need not be synchronous ([`EAGER`]) and was sent at once are handed back, for
+/// the next message; otherwise `None`, the bytes held by the sends in `posted` until they
+/// complete.
 #[must_use = "the bytes of a message sent at once are handed back for reuse"]
-#[allow(clippy::too_many_arguments)]
 pub(super) fn post_message(
     comms: &Comms,
     rank: Rank,
     tag: Tag,
     bytes: Outgoing,
     synchronous: bool,
-    unheard: Option<&mut u32>,
     mut header: Vec<u8>,
     posted: &mut impl Extend<Posted>,
 ) -> Option<Outgoing> {
     let len = bytes.bytes().len();
-    // A long message may fill the peer's room alone: the next short one is posted.
-    let room = unheard.is_some_and(|unheard| {
-        let room = *unheard < ROOM;
-        *unheard = if len <= EAGER { *unheard + 1 } else { ROOM };
-        room
-    });
     if !synchronous && len <= EAGER {
-        if room {
-            // Refused (its peer is gone): the message is dropped, as a posted one would be.
-            posted::send_now(&comms.inline, rank, tag, bytes.bytes());
-            return Some(bytes);
-        }
         // A send MPI refuses (its peer is gone) is complete at once: the message is dropped.
         let mut send = Posted::send(&comms.inline, rank, tag, bytes, 0..len, false);
         if send.test() {

@@ -106,9 +106,6 @@ pub(super) struct MpiMaster<T, S, R> {
     pub(super) protocol: Protocol,
     /// Sends in progress, oldest first.
     posted: VecDeque<Posted>,
-    /// By launched worker: the messages sent to it since it was last heard from (see
-    /// [`super::framing::ROOM`]).
-    unheard: Vec<u32>,
     /// Buffers of sent messages, kept to encode the next ones into.
     spare: Vec<Vec<u8>>,
     /// Buffers of answered chunks: a chunk is encoded once, and its send buffer is the copy
@@ -139,8 +136,7 @@ impl<T, S, R> MpiMaster<T, S, R> {
         lifelines: Option<Lifelines>,
         spawner: Spawner,
     ) -> Self {
-        let launched = world.size() as usize - 1;
-        let pool = launched + spawner.slots();
+        let pool = world.size() as usize - 1 + spawner.slots();
         let (layout, places) = layout.map_or((None, Vec::new()), |(l, p)| (Some(l), p));
         MpiMaster {
             layout,
@@ -149,7 +145,6 @@ impl<T, S, R> MpiMaster<T, S, R> {
             end: Endpoint::new(world),
             protocol,
             posted: VecDeque::new(),
-            unheard: vec![0; launched],
             spare: Vec::new(),
             sent: SentBuffers::default(),
             shared: None,
@@ -182,8 +177,7 @@ impl<T, S, R> MpiMaster<T, S, R> {
         };
         if let Some(spawned) = self.spawner.spawned(worker) {
             let queue = &mut spawned.posted;
-            let comms = &spawned.comms;
-            let sent = post_message(comms, 1, tag, bytes, synchronous, None, header, queue);
+            let sent = post_message(&spawned.comms, 1, tag, bytes, synchronous, header, queue);
             if let Some(bytes) = sent {
                 self.recycle(bytes);
             }
@@ -200,7 +194,6 @@ impl<T, S, R> MpiMaster<T, S, R> {
             tag,
             bytes,
             synchronous,
-            self.unheard.get_mut(worker),
             header,
             &mut self.posted,
         );
@@ -356,9 +349,6 @@ impl<T, S, R> MpiMaster<T, S, R> {
                 continue;
             };
             let worker = rank as usize - 1;
-            if let Some(unheard) = self.unheard.get_mut(worker) {
-                *unheard = 0;
-            }
             if !self.gone.gone[worker] {
                 return Ok(Some((worker, tag, body)));
             }
@@ -644,7 +634,6 @@ impl<T, S, R> MpiMaster<T, S, R> {
                 STOP,
                 Outgoing::Own(bytes),
                 false,
-                None,
                 Vec::new(),
                 &mut spawned.posted,
             );

@@ -2,13 +2,11 @@
 //!
 //! `sync` sends with `MPI_Issend` and waits for each send to complete before the next, as
 //! `MPI_Ssend` would, for at most a second (a stopped worker keeps its lifeline open; the
-//! engine's liveness timeout gives it up). `async` never waits for a peer. A message of up to
-//! [`EAGER`](framing::EAGER) bytes (2 KiB, well under Open MPI's eager limits) to a peer heard
-//! from since the last few of them ([`ROOM`](framing::ROOM)) goes with a blocking `MPI_Send`,
-//! which copies it out and returns; past that room it is posted with `MPI_Isend` and tested
-//! once, complete at once as long as the peer reads, its buffer then reused for the next
-//! message; one that is not (its peer stopped reading and the transport's queue to it filled
-//! up) is kept with the longer sends, posted with `MPI_Isend` likewise, which
+//! engine's liveness timeout gives it up). `async` posts every message with `MPI_Isend` and goes
+//! on. A message of up to [`EAGER`](framing::EAGER) bytes (2 KiB, well under Open MPI's eager
+//! limits) is copied out at once, so its send is complete when first tested, right after it is
+//! posted, and its buffer is reused for the next message; one that is not (its peer stopped
+//! reading and the transport's queue to it filled up) is kept with the longer sends, which
 //! finish in the background while the master waits for answers, their buffers reused once MPI
 //! is done with them ([`posted`]) — so the model's two branches describe what really happens,
 //! and a chunk prefetched to a busy, stopped or dead worker never holds the master. No call

@@ -171,29 +171,6 @@ impl Drop for Posted {
     }
 }
 
-/// Sends `bytes` to `rank` on `comm` with a blocking `MPI_Send`; `false` when MPI refused it
-/// (its peer is gone: the message is dropped). Only for a short message to a peer with room for
-/// it ([`super::framing::ROOM`]): MPI then copies it out and returns, where a send posted and
-/// tested costs a request and a test.
-pub(super) fn send_now(comm: &SimpleCommunicator, rank: Rank, tag: Tag, bytes: &[u8]) -> bool {
-    let Ok(count) = c_int::try_from(bytes.len()) else {
-        return false;
-    };
-    // SAFETY: `bytes` are `count` initialized bytes, borrowed until the call returns, after
-    // which MPI no longer reads them (a blocking send).
-    let code = unsafe {
-        ffi::MPI_Send(
-            bytes.as_ptr().cast(),
-            count,
-            u8::equivalent_datatype().as_raw(),
-            rank,
-            tag,
-            comm.as_raw(),
-        )
-    };
-    code == 0
-}
-
 /// How a receive ended.
 pub(super) enum Received {
     /// A message is in the buffer.

@@ -242,7 +242,6 @@ impl Spawner {
                     super::STOP,
                     stop,
                     false,
-                    None,
                     Vec::new(),
                     queue,
                 );

@@ -46,9 +46,6 @@ pub(super) struct MpiWorker<T, R> {
     /// next chunk (a large answer would otherwise hold the worker until the master took it,
     /// undoing the chunk prefetched to it).
     in_flight: Vec<Posted>,
-    /// Messages sent to the master since it was last heard from (see
-    /// [`super::framing::ROOM`]).
-    unheard: u32,
     /// The task vector of the last chunk, for the next chunk's tasks.
     spare_tasks: Vec<T>,
     /// The results vector of the last answer, once encoded, for the next answer's results.
@@ -69,7 +66,6 @@ impl<T, R> MpiWorker<T, R> {
             leave_unfinalized: false,
             outbox: Vec::new(),
             in_flight: Vec::new(),
-            unheard: 0,
             spare_tasks: Vec::new(),
             spare_results: Vec::new(),
         }
@@ -92,7 +88,6 @@ impl<T, R> MpiWorker<T, R> {
             tag,
             Outgoing::Own(bytes),
             synchronous,
-            Some(&mut self.unheard),
             Vec::new(),
             &mut self.in_flight,
         );
@@ -188,7 +183,6 @@ impl<T: Message, S: Message, R: Message> WorkerLink<T, S, R> for MpiWorker<T, R>
                 self.in_flight.drain(..).for_each(Posted::abandon);
                 return None;
             };
-            self.unheard = 0;
             let bytes = self.end.bytes(&body);
             let message = match tag {
                 STOP => {
