@@ -5,6 +5,8 @@ use clap::Parser;
 use crate::agree::{Agreed, SameResult, SameShared, SameTask};
 use crate::app::{Master, Worker, WorkerSetup};
 use crate::config::{BackendChoice, RunArgs, RunConfig};
+#[cfg(feature = "mpi")]
+use crate::engine::master::stop_workers;
 use crate::engine::{
     master::{guarded, run_master},
     worker::serve,
@@ -147,8 +149,72 @@ where
     W::Shared: SameShared<M::Shared, M, W>,
 {
     status::report_exit_status();
-    let result = run_unreported(config, master, worker);
-    let outcome = match &result {
+    // One generic body, its outcome recorded on every way out.
+    let result = (move || {
+        let use_mpi = match config.backend {
+            BackendChoice::Local => false,
+            BackendChoice::Mpi => true,
+            BackendChoice::Auto => launch::is_spawned_worker() || launched(),
+        };
+        // Written when the run ends: checked before it starts, on every rank at once under MPI.
+        let ready = config
+            .validate()
+            .and_then(|()| crate::interrupt::watch())
+            .and_then(|()| check_outputs(config));
+        if use_mpi { agreed(ready) } else { ready }?;
+        let worker = move || Agreed::<M, W>::new(worker());
+        if use_mpi && config.link.is_some() {
+            return Err(Error::config(
+                "error: `--link`, `--link-latency` and `--link-bandwidth` emulate a network on the \
+             local backend, and this run is on MPI",
+                "under MPI the network is real: leave the link flags (and `[run] link`, \
+             `link_latency`, `link_bandwidth`) out, or run on threads with `--backend local`",
+            ));
+        }
+        let metrics = if use_mpi {
+            run_mpi(config, master, worker)?
+        } else {
+            let metrics = run_local(config, master, worker);
+            #[cfg(feature = "mpi")]
+            crate::transport::mpi::end_started();
+            Some(metrics?)
+        };
+        // The engine wrote those of an interrupted run already.
+        let unwritten = metrics.as_ref().filter(|m| m.interrupted.is_none());
+        if let (Some(metrics), Some(path)) = (unwritten, &config.metrics) {
+            metrics.write(path)?;
+        }
+        if let Some(signal) = crate::interrupt::received() {
+            // As the signal's default action would have, but with what ran written down. Worker
+            // ranks leave quietly: the master says it.
+            if let Some(metrics) = &metrics {
+                eprintln!(
+                    "mw: interrupted by {} after {}{}",
+                    signal.name(),
+                    summary::plural(metrics.iterations.len(), "iteration"),
+                    written(config)
+                );
+            }
+            status::set_outcome(Outcome::Interrupted(signal));
+            status::report_now(signal.exit_code());
+            std::process::exit(signal.exit_code());
+        }
+        if let Some(metrics) = metrics.as_ref().filter(|_| !config.quiet) {
+            let written = summary::Written {
+                metrics: config.metrics.as_deref(),
+                trace: config.trace.as_deref(),
+            };
+            summary::print(metrics, &written);
+        }
+        Ok(Report { metrics })
+    })();
+    record(&result);
+    result
+}
+
+/// Records how a run ended, for the exit status line.
+fn record<T>(result: &Result<T>) {
+    let outcome = match result {
         Ok(_) => Outcome::Completed,
         Err(e) => match e.kind() {
             ErrorKind::Interrupted { signal } => Outcome::Interrupted(*signal),
@@ -157,78 +223,6 @@ where
     };
     status::set_outcome(outcome);
     status::report_now(if result.is_ok() { 0 } else { 1 });
-    result
-}
-
-/// [`run_config`] without the record of its outcome.
-fn run_unreported<M, W>(
-    config: &RunConfig,
-    master: impl FnOnce() -> M,
-    worker: impl Fn() -> W + Send + Sync + 'static,
-) -> Result<Report>
-where
-    M: Master,
-    W: Worker,
-    W::Task: SameTask<M::Task, M, W>,
-    W::Result: SameResult<M::Result, M, W>,
-    W::Shared: SameShared<M::Shared, M, W>,
-{
-    let use_mpi = match config.backend {
-        BackendChoice::Local => false,
-        BackendChoice::Mpi => true,
-        BackendChoice::Auto => launch::is_spawned_worker() || launched(),
-    };
-    // Written when the run ends: checked before it starts, on every rank at once under MPI.
-    let ready = config
-        .validate()
-        .and_then(|()| crate::interrupt::watch())
-        .and_then(|()| check_outputs(config));
-    if use_mpi { agreed(ready) } else { ready }?;
-    let worker = move || Agreed::<M, W>::new(worker());
-    if use_mpi && config.link.is_some() {
-        return Err(Error::config(
-            "error: `--link`, `--link-latency` and `--link-bandwidth` emulate a network on the \
-             local backend, and this run is on MPI",
-            "under MPI the network is real: leave the link flags (and `[run] link`, \
-             `link_latency`, `link_bandwidth`) out, or run on threads with `--backend local`",
-        ));
-    }
-    let metrics = if use_mpi {
-        run_mpi(config, master, worker)?
-    } else {
-        let metrics = run_local(config, master, worker);
-        #[cfg(feature = "mpi")]
-        crate::transport::mpi::end_started();
-        Some(metrics?)
-    };
-    // The engine wrote those of an interrupted run already.
-    let unwritten = metrics.as_ref().filter(|m| m.interrupted.is_none());
-    if let (Some(metrics), Some(path)) = (unwritten, &config.metrics) {
-        metrics.write(path)?;
-    }
-    if let Some(signal) = crate::interrupt::received() {
-        // As the signal's default action would have, but with what ran written down. Worker
-        // ranks leave quietly: the master says it.
-        if let Some(metrics) = &metrics {
-            eprintln!(
-                "mw: interrupted by {} after {}{}",
-                signal.name(),
-                summary::plural(metrics.iterations.len(), "iteration"),
-                written(config)
-            );
-        }
-        status::set_outcome(Outcome::Interrupted(signal));
-        status::report_now(signal.exit_code());
-        std::process::exit(signal.exit_code());
-    }
-    if let Some(metrics) = metrics.as_ref().filter(|_| !config.quiet) {
-        let written = summary::Written {
-            metrics: config.metrics.as_deref(),
-            trace: config.trace.as_deref(),
-        };
-        summary::print(metrics, &written);
-    }
-    Ok(Report { metrics })
 }
 
 /// Whether several processes were launched together (by mpirun, mpiexec or srun).
@@ -304,6 +298,7 @@ fn written(config: &RunConfig) -> String {
     }
 }
 
+/// This rank's part: the master on rank 0, a worker elsewhere, each on its end of the MPI link.
 #[cfg(feature = "mpi")]
 fn run_mpi<M, W>(
     config: &RunConfig,
@@ -314,7 +309,32 @@ where
     M: Master,
     W: Worker<Task = M::Task, Result = M::Result, Shared = M::Shared>,
 {
-    crate::transport::mpi::run(config, master, worker, &app_name())
+    use crate::transport::mpi::{Joined, connect};
+    match connect::<M::Task, M::Shared, M::Result>(config)? {
+        None => Ok(None),
+        Some(Joined::Master(mut end)) => {
+            let config = end.config().clone();
+            let outcome = guarded(|| run_master(&mut master(), end.link(), &config, &app_name()));
+            let panicked = outcome
+                .as_ref()
+                .is_err_and(|e| matches!(e.kind(), ErrorKind::MasterPanicked { .. }));
+            if panicked {
+                // The engine unwound without stopping the workers: stopped here, or they would
+                // wait for the master forever.
+                if let Err(stop) = stop_workers(end.unsynchronized()) {
+                    eprintln!("warning: after the master's panic, stopping the workers: {stop}");
+                }
+            }
+            end.close();
+            outcome.map(Some)
+        }
+        Some(Joined::Worker(mut end)) => {
+            let setup = end.setup().clone();
+            serve(&worker, &setup, &config.load, end.link());
+            end.close();
+            Ok(None)
+        }
+    }
 }
 
 #[cfg(not(feature = "mpi"))]

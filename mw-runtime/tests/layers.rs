@@ -63,13 +63,6 @@ const FLOORS: &[(&str, &[&str])] = &[
 /// top-level modules or, written `module/sub`, between the sub-modules of one module. The test
 /// fails when one of them is no longer in the code, so that the list stays true.
 const ALLOWED: &[(&str, &str, &str)] = &[
-    (
-        "transport",
-        "engine",
-        "transport/mpi/bootstrap.rs starts an MPI run itself (the master's loop, the workers' \
-         serve) while run.rs starts a threads run: it goes when a run starts in one place for \
-         every backend and a transport is only a link",
-    ),
     // The decision rules' `Explanation` names each built-in tunlet's evaluation, and the
     // tunlets make their proposals with the rules' `Proposal` and thresholds. They go when an
     // explanation is what a tunlet gives through the public view every tunlet uses.

@@ -1,5 +1,5 @@
-//! Starting a run on every rank (the master on rank 0, a worker elsewhere) and ending MPI after
-//! it.
+//! Connecting every rank to a run (the master's end on rank 0, a worker's elsewhere) and ending
+//! MPI after it; the run itself is started where every backend's is (`run.rs`).
 
 use std::sync::Mutex;
 
@@ -11,9 +11,12 @@ use super::spawn::{self, Spawner};
 use super::start_watch::{self, StartWatch};
 use super::worker_link::MpiWorker;
 use super::{layout, lifeline};
-use crate::engine::master::{guarded, run_master, stop_workers};
-use crate::error::{Error, ErrorKind, Result};
+use crate::app::WorkerSetup;
+use crate::codec::Message;
+use crate::config::RunConfig;
+use crate::error::{Error, Result};
 use crate::protocol::Protocol;
+use crate::transport::{MasterLink, WorkerLink};
 
 /// MPI as the runtime started it to agree on the checks before a run ([`agree_at_start`]),
 /// for the run to take over and end.
@@ -56,18 +59,90 @@ pub(crate) fn agree_at_start(outcome: crate::error::Result<()>) -> crate::error:
     outcome
 }
 
-/// Runs this process's part: the master on rank 0, a worker elsewhere. MPI is initialized here
-/// unless the application already did (then it is also the application's to finalize).
-pub(crate) fn run<M, W>(
-    config: &crate::config::RunConfig,
-    master: impl FnOnce() -> M,
-    worker: impl Fn() -> W,
-    app: &str,
-) -> Result<Option<crate::metrics::RunMetrics>>
-where
-    M: crate::app::Master,
-    W: crate::app::Worker<Task = M::Task, Result = M::Result, Shared = M::Shared>,
-{
+/// This process's end of an MPI run: the master's on rank 0, a worker's elsewhere. One per
+/// process, made once: the master's, larger, is not worth a box.
+#[allow(clippy::large_enum_variant)]
+pub(crate) enum Joined<T, S, R> {
+    Master(MasterEnd<T, S, R>),
+    Worker(WorkerEnd<T, R>),
+}
+
+/// The master's end: its link, the configuration it runs with, and MPI to end after it.
+pub(crate) struct MasterEnd<T, S, R> {
+    link: MpiMaster<T, S, R>,
+    /// The run's configuration as the pool's start makes it (see [`connect`]).
+    config: RunConfig,
+    universe: Option<mpi::environment::Universe>,
+}
+
+impl<T: Message, S: Message, R: Message> MasterEnd<T, S, R> {
+    pub(crate) fn link(&mut self) -> &mut impl MasterLink<T, S, R> {
+        &mut self.link
+    }
+
+    pub(crate) fn config(&self) -> &RunConfig {
+        &self.config
+    }
+
+    /// After the master panicked, the workers are stopped without waiting for each to take its
+    /// `Stop`: under sync, a worker still busy with a chunk waits for the master to take its
+    /// answer.
+    pub(crate) fn unsynchronized(&mut self) -> &mut impl MasterLink<T, S, R> {
+        self.link.protocol = Protocol::Async;
+        &mut self.link
+    }
+
+    /// Ends the link and MPI (left unfinalized after a loss), saying what the spawner did.
+    pub(crate) fn close(self) {
+        let leave_unfinalized = self.link.lost_any();
+        if let Some(summary) = self.link.spawner.summary().filter(|_| !self.config.quiet) {
+            eprintln!("{summary}");
+        }
+        drop(self.link);
+        finalize(self.universe, leave_unfinalized);
+    }
+}
+
+/// A worker's end: its link, who it is, and MPI to end after it.
+pub(crate) struct WorkerEnd<T, R> {
+    link: MpiWorker<T, R>,
+    setup: WorkerSetup,
+    /// A spawned worker's parent intercommunicator, disconnected when it ends.
+    parent: Option<mpi::topology::InterCommunicator>,
+    universe: Option<mpi::environment::Universe>,
+}
+
+impl<T: Message, R: Message> WorkerEnd<T, R> {
+    pub(crate) fn link<S: Message>(&mut self) -> &mut impl WorkerLink<T, S, R> {
+        &mut self.link
+    }
+
+    pub(crate) fn setup(&self) -> &WorkerSetup {
+        &self.setup
+    }
+
+    /// Ends the link and MPI (left unfinalized when the master said so or is gone).
+    pub(crate) fn close(self) {
+        let leave_unfinalized = self.link.leave_unfinalized;
+        drop(self.link);
+        if let Some(parent) = self.parent {
+            if leave_unfinalized {
+                std::mem::forget(parent);
+            } else {
+                // `MPI_Comm_disconnect`, with the master doing the same. Disconnected, the
+                // parent is `MPI_COMM_NULL`, which rsmpi's finalization then leaves alone.
+                drop(parent);
+            }
+        }
+        finalize(self.universe, leave_unfinalized);
+    }
+}
+
+/// Connects this process to the run: the master's end on rank 0, a worker's elsewhere (a
+/// spawned worker joins through its parent); `None` for a process started as a spawned worker
+/// without a parent to join, which has nothing to do. MPI is initialized here unless the
+/// application already did (then it is also the application's to finalize).
+pub(crate) fn connect<T, S, R>(config: &RunConfig) -> Result<Option<Joined<T, S, R>>> {
     if mpi::environment::is_finalized() {
         return Err(Error::backend(
             "MPI was already finalized by an earlier run in this process; to run several times, \
@@ -85,8 +160,7 @@ where
     // one): a worker that finished the last run and already says `Ready` for the next cannot have
     // that message taken for a late answer of the last run.
     if let Some(joining) = spawn::joining() {
-        serve_spawned(config, worker, universe, &joining);
-        return Ok(None);
+        return Ok(join_spawned(config, universe, &joining).map(Joined::Worker));
     }
     let world = SimpleCommunicator::world().duplicate();
     if world.rank() == 0 {
@@ -146,58 +220,45 @@ where
             .as_ref()
             .map(|l| (l.contact().encode(), l.contact().secret()));
         let spawner = Spawner::new(launched, pool, contact);
-        let mut link = MpiMaster::new(world, config.protocol, layout, lifelines, spawner);
+        let link = MpiMaster::new(world, config.protocol, layout, lifelines, spawner);
         // Unless told otherwise, a pool that can grow and whose `nworkers` is tuned starts with
         // the ranks already paid for, and the tuner spawns more when it wants them.
-        let elastic = crate::config::RunConfig {
-            workers: config.workers.or(Some(launched)),
+        let grows = pool > launched && config.tuning.mode.tunes_workers();
+        let config = RunConfig {
+            workers: if grows {
+                config.workers.or(Some(launched))
+            } else {
+                config.workers
+            },
             ..config.clone()
         };
-        let grows = pool > launched && config.tuning.mode.tunes_workers();
-        let config = if grows { &elastic } else { config };
-        let outcome = guarded(|| run_master(&mut master(), &mut link, config, app));
-        let leave_unfinalized = link.lost_any();
-        let panicked = outcome
-            .as_ref()
-            .is_err_and(|e| matches!(e.kind(), ErrorKind::MasterPanicked { .. }));
-        if panicked {
-            // The engine unwound without stopping the workers: stop them here, or they would
-            // wait for the master forever. Without waiting for each to take its `Stop`: under
-            // sync, a worker still busy with a chunk waits for the master to take its answer.
-            link.protocol = Protocol::Async;
-            if let Err(stop) = stop_workers(&mut link) {
-                eprintln!("warning: after the master's panic, stopping the workers: {stop}");
-            }
-        }
-        if let Some(summary) = link.spawner.summary().filter(|_| !config.quiet) {
-            eprintln!("{summary}");
-        }
-        drop(link);
-        finalize(universe, leave_unfinalized);
-        outcome.map(Some)
+        Ok(Some(Joined::Master(MasterEnd {
+            link,
+            config,
+            universe,
+        })))
     } else {
-        let setup = crate::app::WorkerSetup {
+        let setup = WorkerSetup {
             index: rank - 1,
             pool: size - 1,
             backend: "mpi",
         };
-        let mut link = MpiWorker::new(world, config.protocol);
-        crate::engine::worker::serve(&worker, &setup, &config.load, &mut link);
-        let leave_unfinalized = link.leave_unfinalized;
-        drop(link);
-        finalize(universe, leave_unfinalized);
-        Ok(None)
+        Ok(Some(Joined::Worker(WorkerEnd {
+            link: MpiWorker::new(world, config.protocol),
+            setup,
+            parent: None,
+            universe,
+        })))
     }
 }
 
-/// A spawned worker's part: it joins the master through its parent intercommunicator, serves,
-/// and is released (its communicators freed, the parent disconnected) before it ends.
-fn serve_spawned<W: crate::app::Worker>(
-    config: &crate::config::RunConfig,
-    worker: impl Fn() -> W,
+/// A spawned worker's end: it joins the master through its parent intercommunicator, and is
+/// released (its communicators freed, the parent disconnected) when it closes.
+fn join_spawned<T, R>(
+    config: &RunConfig,
     universe: Option<mpi::environment::Universe>,
     joining: &spawn::Joining,
-) {
+) -> Option<WorkerEnd<T, R>> {
     let Some((parent, merged, secret)) = spawn::join() else {
         eprintln!(
             "warning: this process was started as a spawned worker (`{}` is set) but has no \
@@ -205,26 +266,20 @@ fn serve_spawned<W: crate::app::Worker>(
             spawn::ENV
         );
         finalize(universe, false);
-        return;
+        return None;
     };
     lifeline::join_spawned(&joining.contact, secret, joining.index as u32 + 1);
-    let setup = crate::app::WorkerSetup {
+    let setup = WorkerSetup {
         index: joining.index,
         pool: joining.pool,
         backend: "mpi",
     };
-    let mut link = MpiWorker::new(merged, config.protocol);
-    crate::engine::worker::serve(&worker, &setup, &config.load, &mut link);
-    let leave_unfinalized = link.leave_unfinalized;
-    drop(link);
-    if leave_unfinalized {
-        std::mem::forget(parent);
-    } else {
-        // `MPI_Comm_disconnect`, with the master doing the same. Disconnected, the parent is
-        // `MPI_COMM_NULL`, which rsmpi's finalization then leaves alone.
-        drop(parent);
-    }
-    finalize(universe, leave_unfinalized);
+    Some(WorkerEnd {
+        link: MpiWorker::new(merged, config.protocol),
+        setup,
+        parent: Some(parent),
+        universe,
+    })
 }
 
 /// Ends MPI when this run started it. After a worker was lost, `MPI_Finalize` is left out on

@@ -66,7 +66,7 @@ mod worker_link;
 
 use mpi::Tag;
 
-pub(crate) use self::bootstrap::{agree_at_start, end_started, run};
+pub(crate) use self::bootstrap::{Joined, agree_at_start, connect, end_started};
 
 // Message tags: from the master below 10, from a worker above.
 const SHARED: Tag = 1;
