@@ -276,7 +276,7 @@ mod tests {
 
 /// A value that is not valid (a load pattern, a control address): what is wrong, and what to
 /// write instead. Prints as the message, then the advice on a `help:` line, as clap shows a
-/// flag's error; [`Error::config`] carries both into a run's error.
+/// flag's error; a run refused for it reports both as [`ErrorKind::Config`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ValueError {
     message: String,

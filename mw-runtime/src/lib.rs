@@ -52,6 +52,9 @@
 //!   and libclang to build). A binary started by `mpirun -np P` runs the master on rank 0 and
 //!   workers on ranks `1..P`. Without the feature, `--backend mpi` explains how to rebuild.
 
+// Every public item is reachable from the crate's root: what is not part of the API says so.
+#![deny(unreachable_pub)]
+
 // `::mw_runtime` paths written by the derive and hook macros also resolve inside this crate.
 #[allow(unused_extern_crates)]
 extern crate self as mw_runtime;

@@ -39,7 +39,7 @@ pub struct Transfer {
     pub bytes: f64,
     pub ms: f64,
     /// Its first and last message to the worker (the shared part and the chunk, or the chunk
-    /// twice) in the iteration's [`Send`] log, when logged: on the master's one link they wait
+    /// twice) in the iteration's [`SentMessage`] log, when logged: on the master's one link they wait
     /// for the messages sent before them.
     pub out: Option<(usize, usize)>,
     /// Its answer's bytes and the worker's processing time before sending it, in ms, when
@@ -50,7 +50,7 @@ pub struct Transfer {
 /// A message the master sent, in the order it sent them: when (ms from the iteration's
 /// start) and how many bytes.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Send {
+pub struct SentMessage {
     pub at_ms: f64,
     pub bytes: f64,
 }
@@ -98,7 +98,7 @@ pub(crate) struct Probe {
     /// send log), not yet counted in one.
     shared: Vec<Option<(Instant, usize)>>,
     /// Every message sent, in order, timed from `started`.
-    sends: Vec<Send>,
+    sends: Vec<SentMessage>,
     started: Instant,
     /// Per worker: the chunks sent and not yet answered, oldest first.
     outstanding: Vec<VecDeque<Sent>>,
@@ -166,7 +166,7 @@ impl Probe {
 
     /// Logs a message of `bytes` sent at `entry`; its place in the log.
     fn log(&mut self, entry: Instant, bytes: u64) -> usize {
-        self.sends.push(Send {
+        self.sends.push(SentMessage {
             at_ms: ms(entry.saturating_duration_since(self.started)),
             bytes: bytes as f64,
         });
@@ -383,22 +383,22 @@ pub(crate) struct Observation {
     pub worker_tasks: Vec<Moments>,
     pub transfers: Vec<Transfer>,
     /// Every message the master sent, in order: what the transfers queued behind.
-    pub sends: Vec<Send>,
+    pub sends: Vec<SentMessage>,
 }
 
 impl Observation {
     /// `λm`: the master's processing time, in ms.
-    pub fn lm_ms(&self) -> f64 {
+    pub(crate) fn lm_ms(&self) -> f64 {
         self.serial_ms + self.recover_ms
     }
 
     /// `V`: every byte moved, both directions.
-    pub fn volume(&self) -> f64 {
+    pub(crate) fn volume(&self) -> f64 {
         (self.bytes_to + self.bytes_from) as f64
     }
 
     /// `α`: the share of `V` sent to the workers.
-    pub fn alpha(&self) -> f64 {
+    pub(crate) fn alpha(&self) -> f64 {
         let v = self.volume();
         if v > 0.0 {
             self.bytes_to as f64 / v
@@ -408,7 +408,7 @@ impl Observation {
     }
 
     /// `Q = 1 − (1/n)·Σλ_i/Tt` over the workers that took part (Cesar et al. 2006), in `[0, 1]`.
-    pub fn imbalance(&self) -> f64 {
+    pub(crate) fn imbalance(&self) -> f64 {
         let t = self.facts.time_ms;
         if t > 0.0 {
             (1.0 - self.tc_ms / self.active as f64 / t).clamp(0.0, 1.0)
@@ -419,7 +419,7 @@ impl Observation {
 
     /// `Q` over the distribution phase only, leaving out `partition` and `end_iteration`, when
     /// every worker waits by construction: what load balancing can change.
-    pub fn distribution_imbalance(&self) -> f64 {
+    pub(crate) fn distribution_imbalance(&self) -> f64 {
         let t = self.facts.time_ms - self.serial_ms;
         if t > 0.0 {
             (1.0 - self.tc_ms / self.active as f64 / t).clamp(0.0, 1.0)

@@ -15,7 +15,7 @@
 //!
 //! The paper's network also had 0.1 ms of latency. The kernel's `netem` adds a delay; where
 //! the kernel lacks it, the box runs without one and the section gives the round trip measured
-//! between two nodes instead ([`round_trip`]).
+//! between two nodes instead (`round_trip`).
 //!
 //! Needs root, `ip`, `tc`, `unshare` and `mpirun`: without them the experiment stops with an
 //! error that says which is missing. The box has names of its own ([`PREFIX`], [`NET`]) and is

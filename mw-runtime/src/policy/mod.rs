@@ -426,7 +426,7 @@ impl Registry {
     /// # Errors
     /// A configuration error when `name` is not a valid name, is a built-in policy's or is
     /// already registered.
-    pub fn register(&mut self, name: &str, factory: PolicyFactory) -> Result<()> {
+    pub(crate) fn register(&mut self, name: &str, factory: PolicyFactory) -> Result<()> {
         if !valid_name(name) {
             return Err(Error::config(
                 format!("error: `{name}` cannot name a policy"),
@@ -453,18 +453,18 @@ impl Registry {
     }
 
     /// Every registered policy with its factory, in the order registered.
-    pub fn entries(&self) -> &[(String, PolicyFactory)] {
+    pub(crate) fn entries(&self) -> &[(String, PolicyFactory)] {
         &self.policies
     }
 
     /// The factory registered under `name` (compared as the built-in names are: case aside).
-    pub fn find(&self, name: &str) -> Option<&PolicyFactory> {
+    pub(crate) fn find(&self, name: &str) -> Option<&PolicyFactory> {
         self.entry(name).map(|(_, factory)| factory)
     }
 
     /// `name` as the program registered it, for names typed in another case: the tuner tells
     /// policies apart by their registered names.
-    pub fn registered_name(&self, name: &str) -> Option<&str> {
+    pub(crate) fn registered_name(&self, name: &str) -> Option<&str> {
         self.entry(name).map(|(n, _)| n.as_str())
     }
 
@@ -479,7 +479,7 @@ impl Registry {
     /// # Errors
     /// A configuration error listing every name, built-in and registered, when none is
     /// registered under `name`.
-    pub fn build(&self, name: &str) -> Result<Box<dyn Policy>> {
+    pub(crate) fn build(&self, name: &str) -> Result<Box<dyn Policy>> {
         if let Some(factory) = self.find(name) {
             return Ok(factory());
         }

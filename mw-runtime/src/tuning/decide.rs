@@ -114,7 +114,7 @@ pub(crate) enum Explanation {
 
 impl Explanation {
     /// The one-line account logged as the decision's reason.
-    pub fn reason(&self) -> String {
+    pub(crate) fn reason(&self) -> String {
         match self {
             Explanation::Workers(a) => a.reason(),
             Explanation::Factor(a) => a.reason(),
@@ -124,7 +124,7 @@ impl Explanation {
     }
 
     /// Why, in a few words (the decision's summary adds the expected gain).
-    pub fn words(&self) -> String {
+    pub(crate) fn words(&self) -> String {
         match self {
             Explanation::Workers(a) => a.words().to_owned(),
             Explanation::Factor(_) | Explanation::Policy(_) => "fastest in simulation".to_owned(),
@@ -133,7 +133,7 @@ impl Explanation {
     }
 
     /// The expected gain `gain` (a fraction) in words: what gets better by how much.
-    pub fn gain(&self, gain: f64) -> String {
+    pub(crate) fn gain(&self, gain: f64) -> String {
         let percent = (gain * 100.0).round();
         match self {
             Explanation::Workers(a) => a.gain(percent),
@@ -142,7 +142,7 @@ impl Explanation {
     }
 
     /// Inputs and model numbers, for the metrics.
-    pub fn details(&self) -> serde_json::Value {
+    pub(crate) fn details(&self) -> serde_json::Value {
         match self {
             Explanation::Workers(a) => a.details(),
             Explanation::Factor(a) => a.details(),
@@ -288,7 +288,7 @@ pub(crate) struct Decider {
 impl Decider {
     /// Records an iteration: its score, its time, and the share of its time the model did not
     /// explain (`(measured − model)/measured` at the settings it ran with).
-    pub fn scored(&mut self, score: f64, time_ms: f64, residual: f64) {
+    pub(super) fn scored(&mut self, score: f64, time_ms: f64, residual: f64) {
         if let Some(trial) = &mut self.trial {
             if trial.applied && trial.midway.is_none() {
                 trial.scores.push(score);
@@ -309,7 +309,7 @@ impl Decider {
 
     /// Settings changed: the scores so far describe other settings. The noise measured under
     /// them stands until two iterations have run with the new ones.
-    pub fn settings_changed(&mut self) {
+    pub(super) fn settings_changed(&mut self) {
         if self.residuals.len() >= 2 {
             self.last_noise = Some(self.noise());
         }
@@ -322,7 +322,7 @@ impl Decider {
     /// measurements explain (more work, more bytes) is not noise; jitter is. Until two
     /// iterations have run with the current settings, the noise measured before them, else
     /// [`DEFAULT_NOISE`].
-    pub fn noise(&self) -> f64 {
+    pub(super) fn noise(&self) -> f64 {
         if self.residuals.len() < 2 {
             return self.last_noise.unwrap_or(DEFAULT_NOISE);
         }
@@ -338,7 +338,7 @@ impl Decider {
     }
 
     /// Mean score and mean time of the last `count` iterations with the settings in force.
-    pub fn baseline(&self, count: usize) -> Option<(f64, f64)> {
+    pub(super) fn baseline(&self, count: usize) -> Option<(f64, f64)> {
         let recent = self.scores.iter().rev().take(count.max(1));
         let n = recent.len() as f64;
         (n > 0.0).then(|| {
@@ -349,7 +349,7 @@ impl Decider {
 
     /// The gain a proposal must promise: the noise, at least [`MIN_GAIN`], scaled by how
     /// strongly the objective amplifies noise.
-    pub fn threshold(&self, sensitivity: f64) -> f64 {
+    pub(super) fn threshold(&self, sensitivity: f64) -> f64 {
         self.noise().max(MIN_GAIN) * sensitivity
     }
 
@@ -358,7 +358,7 @@ impl Decider {
     /// that makes the iteration just measured last three times as long (messages charged as
     /// master time where the link overlaps them) predicts gains from fewer messages that the
     /// run never sees.
-    pub fn bar(&self, proposal: &Proposal) -> f64 {
+    pub(super) fn bar(&self, proposal: &Proposal) -> f64 {
         self.threshold(proposal.sensitivity).max(proposal.miss)
     }
 
@@ -372,7 +372,12 @@ impl Decider {
     /// other proposals within the noise; if they broke the streak, a move worth 10 % in every
     /// loaded phase would never be made. A look that proposes nothing, or another way past the
     /// bar, breaks it; so does a streak left unconfirmed for [`HYSTERESIS_ITERATIONS`].
-    pub fn hold(&mut self, tunable: Tunable, evidence: Evidence<'_>, iteration: usize) -> usize {
+    pub(super) fn hold(
+        &mut self,
+        tunable: Tunable,
+        evidence: Evidence<'_>,
+        iteration: usize,
+    ) -> usize {
         let index = match self.streaks.iter().position(|s| s.tunable == tunable) {
             Some(index) => index,
             None => {
@@ -419,7 +424,11 @@ impl Decider {
     /// mistake would: at the first look of a run (its first checkpoint or boundary), a proposal
     /// that promises to at least halve the objective is acted on at once (the watch still rolls
     /// it back if it made things worse). Everywhere else, `persistence`.
-    pub fn persistence_needed(persistence: usize, first: bool, proposal: &Proposal) -> usize {
+    pub(super) fn persistence_needed(
+        persistence: usize,
+        first: bool,
+        proposal: &Proposal,
+    ) -> usize {
         if first && proposal.gain >= COLD_START_GAIN {
             1
         } else {
@@ -428,12 +437,12 @@ impl Decider {
     }
 
     /// Forgets every streak (after a change, measurements describe other settings).
-    pub fn reset_streaks(&mut self) {
+    pub(super) fn reset_streaks(&mut self) {
         self.streaks.clear();
     }
 
     /// Why `proposal` would undo a recent change, if it would.
-    pub fn blocked(
+    pub(super) fn blocked(
         &self,
         proposal: &Proposal,
         iteration: usize,
@@ -490,7 +499,7 @@ impl Decider {
     /// A change made inside an iteration (`midway`: where, with the score of the stretch before
     /// it) has that score as its baseline instead.
     #[allow(clippy::too_many_arguments)]
-    pub fn start(
+    pub(super) fn start(
         &mut self,
         proposal: &Proposal,
         name: String,
@@ -529,7 +538,7 @@ impl Decider {
     /// Judges the trial once it has run `persistence` iterations: worse than the baseline by
     /// more than the threshold is rolled back. A change made inside an iteration is judged by
     /// [`judge_midway`](Decider::judge_midway) instead.
-    pub fn judge(&mut self, persistence: usize, iteration: usize) -> Verdict {
+    pub(super) fn judge(&mut self, persistence: usize, iteration: usize) -> Verdict {
         let Some(trial) = &self.trial else {
             return Verdict::Watching;
         };
@@ -544,7 +553,12 @@ impl Decider {
 
     /// Judges a change made inside an iteration on the tasks done since: `after` is their score
     /// per task, `ms_per_task` their time per task.
-    pub fn judge_midway(&mut self, after: f64, ms_per_task: f64, iteration: usize) -> Verdict {
+    pub(super) fn judge_midway(
+        &mut self,
+        after: f64,
+        ms_per_task: f64,
+        iteration: usize,
+    ) -> Verdict {
         if !self
             .trial
             .as_ref()
@@ -556,7 +570,7 @@ impl Decider {
     }
 
     /// Keeps the trial without judging it (too little followed it to tell).
-    pub fn keep(&mut self, iteration: usize) {
+    pub(super) fn keep(&mut self, iteration: usize) {
         if let Some(trial) = self.trial.take() {
             self.left.push_back(ValueLeft {
                 tunable: trial.tunable,
@@ -647,7 +661,7 @@ impl Decider {
     /// A change asked for before iteration `index` that did not take effect at its start
     /// (another request for the same tunable won, or the value was already in force) is not
     /// watched. One asked for inside `index`, waiting for the boundary, still is.
-    pub fn drop_unapplied(&mut self, index: usize) {
+    pub(super) fn drop_unapplied(&mut self, index: usize) {
         if self
             .trial
             .as_ref()
@@ -659,7 +673,7 @@ impl Decider {
 
     /// The tuner's change of `tunable` took effect: its trial starts. One judged over whole
     /// iterations takes as its baseline the last `persistence` iterations before it.
-    pub fn took_effect(&mut self, tunable: Tunable, persistence: usize) {
+    pub(super) fn took_effect(&mut self, tunable: Tunable, persistence: usize) {
         let baseline = self.baseline(persistence);
         let Some(trial) = self.trial.as_mut().filter(|t| t.tunable == tunable) else {
             return;
@@ -671,7 +685,7 @@ impl Decider {
     }
 
     /// Something else changed `tunable` (the application, an operator): stop watching it.
-    pub fn abandon(&mut self, tunable: Tunable) {
+    pub(super) fn abandon(&mut self, tunable: Tunable) {
         if self.trial.as_ref().is_some_and(|t| t.tunable == tunable) {
             self.trial = None;
         }

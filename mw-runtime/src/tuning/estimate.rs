@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use crate::clock::{self, Instant};
 use crate::layout::Layout;
-use crate::measure::{Moments, Observation, Send, Transfer};
+use crate::measure::{Moments, Observation, SentMessage, Transfer};
 pub(crate) use crate::model::Link;
 use crate::model::broadcast::{self, BroadcastParams};
 use crate::model::{self, ModelError, Params};
@@ -51,7 +51,7 @@ pub(crate) struct Inputs {
 
 impl Inputs {
     /// `λm` for an iteration of `tasks` tasks, in ms.
-    pub fn lm_ms(&self, tasks: usize) -> f64 {
+    pub(super) fn lm_ms(&self, tasks: usize) -> f64 {
         self.serial_ms + self.recover_per_task_ms * tasks as f64
     }
 }
@@ -109,7 +109,7 @@ pub(crate) enum Variant {
 }
 
 impl Variant {
-    pub fn name(&self) -> &'static str {
+    pub(super) fn name(&self) -> &'static str {
         match self {
             Variant::Balanced(_) => "balanced",
             Variant::Broadcast(_) => "broadcast",
@@ -117,7 +117,7 @@ impl Variant {
     }
 
     /// `Tt(n)`, in ms.
-    pub fn time(&self, n: usize, protocol: Protocol) -> Result<f64, ModelError> {
+    pub(super) fn time(&self, n: usize, protocol: Protocol) -> Result<f64, ModelError> {
         match self {
             Variant::Balanced(p) => model::iteration_time(p, n, protocol),
             Variant::Broadcast(p) => broadcast::iteration_time(p, n),
@@ -125,7 +125,7 @@ impl Variant {
     }
 
     /// The same model with `Tc` = `tc_ms`.
-    pub fn with_tc(self, tc_ms: f64) -> Variant {
+    pub(super) fn with_tc(self, tc_ms: f64) -> Variant {
         match self {
             Variant::Balanced(p) => Variant::Balanced(Params { tc_ms, ..p }),
             Variant::Broadcast(p) => Variant::Broadcast(BroadcastParams { tc_ms, ..p }),
@@ -133,7 +133,7 @@ impl Variant {
     }
 
     /// `Tc`, in ms.
-    pub fn tc_ms(&self) -> f64 {
+    pub(super) fn tc_ms(&self) -> f64 {
         match self {
             Variant::Balanced(p) => p.tc_ms,
             Variant::Broadcast(p) => p.tc_ms,
@@ -141,7 +141,7 @@ impl Variant {
     }
 
     /// The MCMC: the most workers the master can feed (`None`: no limit).
-    pub fn mcmc(&self, protocol: Protocol) -> Option<usize> {
+    pub(super) fn mcmc(&self, protocol: Protocol) -> Option<usize> {
         match self {
             Variant::Balanced(p) => model::mcmc(p, protocol).ok().flatten(),
             Variant::Broadcast(p) => broadcast::mcmc(p).ok().flatten(),
@@ -153,7 +153,7 @@ impl Estimate {
     /// Nothing measured yet, with the workers on the machines of `layout` when known.
     /// Called on the master's thread: its run-queue wait counts from here, so that the first
     /// look already knows whether the master waited for a core.
-    pub fn on(layout: Option<Layout>) -> Estimate {
+    pub(super) fn on(layout: Option<Layout>) -> Estimate {
         Estimate {
             layout: layout.map(Arc::new),
             ticks: Ticks::now(),
@@ -165,7 +165,7 @@ impl Estimate {
     /// Nothing measured yet, on a synthetic machine of `layout` whose master thread never
     /// waits for a core and whose processors are never stolen.
     #[cfg(test)]
-    pub fn synthetic(layout: Layout) -> Estimate {
+    pub(crate) fn synthetic(layout: Layout) -> Estimate {
         Estimate {
             layout: Some(Arc::new(layout)),
             ..Estimate::default()
@@ -173,7 +173,7 @@ impl Estimate {
     }
 
     /// Folds in one iteration; returns the share of its time the model did not explain.
-    pub fn update(&mut self, obs: &Observation, protocol: Protocol) -> f64 {
+    pub(super) fn update(&mut self, obs: &Observation, protocol: Protocol) -> f64 {
         let tasks = obs.facts.tasks.max(1) as f64;
         let n = obs.active as f64;
         let shared_total = obs.shared_bytes as f64 * n;
@@ -268,7 +268,7 @@ impl Estimate {
     /// Refits `mo` and `k` over the window. Each transfer holds two messages (the chunk and its
     /// answer), so the fitted intercept is `2·mo`. When all transfers have the same size, `k`
     /// keeps its last value and `mo` follows the mean.
-    fn fit(&mut self, sends: &[Send], transfers: &[Transfer]) {
+    fn fit(&mut self, sends: &[SentMessage], transfers: &[Transfer]) {
         let stride = transfers.len().div_ceil(FIT_SAMPLES).max(1);
         let kept: Vec<Transfer> = transfers.iter().step_by(stride).copied().collect();
         if kept.is_empty() {
@@ -316,7 +316,7 @@ impl Estimate {
     }
 
     /// The model for an iteration of `tasks` tasks with the given inputs.
-    pub fn variant(&self, inputs: &Inputs, tasks: usize) -> Variant {
+    pub(super) fn variant(&self, inputs: &Inputs, tasks: usize) -> Variant {
         let m = tasks as f64;
         self.variant_for(
             inputs.task_ms * m,
@@ -328,7 +328,7 @@ impl Estimate {
 
     /// The calibrated model time: `Tt(n)` plus [`calibration_ms`](Estimate::calibration_ms),
     /// never below a microsecond.
-    pub fn time(&self, variant: &Variant, n: usize, protocol: Protocol) -> Option<f64> {
+    pub(super) fn time(&self, variant: &Variant, n: usize, protocol: Protocol) -> Option<f64> {
         variant
             .time(n, protocol)
             .ok()
@@ -368,7 +368,7 @@ impl Estimate {
 
     /// The machine model at the last measurement, when the layout and the CPU share are known.
     /// Steal is read on the master's machine: it counts when the workers run there too.
-    pub fn machine(&self) -> Option<Machine> {
+    pub(super) fn machine(&self) -> Option<Machine> {
         let layout = self.layout.as_ref()?;
         let used = CoreUse {
             cpu: self.cpu_share?,
@@ -383,7 +383,7 @@ impl Estimate {
 
     /// How much longer tasks take with `n` workers than with the `active` ones measured: 1
     /// without a machine model.
-    pub fn stretch(&self, n: usize) -> f64 {
+    pub(super) fn stretch(&self, n: usize) -> f64 {
         self.machine()
             .map_or(1.0, |m| m.stretch(n, self.active.max(1)))
     }
@@ -398,7 +398,7 @@ impl Estimate {
     /// the mean rate, and so does one within [`RATE_SPREAD`] of it or within twice the standard
     /// error of its own mean (a few tasks at a checkpoint); 1 when fewer than two workers were
     /// measured.
-    pub fn pace(&self, n: usize) -> f64 {
+    pub(super) fn pace(&self, n: usize) -> f64 {
         let (count, total) = self
             .rates
             .iter()
@@ -425,7 +425,7 @@ impl Estimate {
     /// The model of an iteration of `tasks` tasks with the given inputs run on `n` workers:
     /// [`variant`](Estimate::variant) with `Tc` stretched by the cores' contention at `n` and by
     /// the workers' own rates ([`pace`](Estimate::pace)).
-    pub fn variant_at(&self, inputs: &Inputs, tasks: usize, n: usize) -> Variant {
+    pub(super) fn variant_at(&self, inputs: &Inputs, tasks: usize, n: usize) -> Variant {
         let variant = self.variant(inputs, tasks);
         let stretch = self.stretch(n) * self.pace(n);
         if stretch == 1.0 {
@@ -437,7 +437,7 @@ impl Estimate {
 
     /// The predicted time of an iteration of `tasks` tasks on `n` workers, from the smoothed
     /// inputs, in ms.
-    pub fn predict(&self, tasks: usize, n: usize, protocol: Protocol) -> Option<f64> {
+    pub(super) fn predict(&self, tasks: usize, n: usize, protocol: Protocol) -> Option<f64> {
         if self.iterations == 0 || tasks == 0 {
             return None;
         }

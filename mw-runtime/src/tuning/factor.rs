@@ -230,7 +230,7 @@ impl FactorTunlet {
     /// factor in force describe the iteration measured.
     ///
     /// It reads nothing but the public [`TunerView`], as a program's tunlet would.
-    pub fn propose_at(&mut self, view: &TunerView<'_>) -> Option<Proposal> {
+    pub(super) fn propose_at(&mut self, view: &TunerView<'_>) -> Option<Proposal> {
         // A registered policy is `auto`'s choice: the factor tunlet leaves it alone.
         let policy = match view.policy() {
             PolicyChoice::BuiltIn(name) => *name,
@@ -386,7 +386,7 @@ pub(crate) struct FactorSimulation {
 }
 
 impl FactorSimulation {
-    pub fn reason(&self) -> String {
+    pub(crate) fn reason(&self) -> String {
         format!(
             "simulation: factor {} → {:.2} ms vs {} → {:.2} ms ({} candidates, {} workers, \
              μ {:.3} ms, σ {:.3} ms, mo {:.4} ms, k {:.3e} ms/B)",
@@ -403,7 +403,7 @@ impl FactorSimulation {
         )
     }
 
-    pub fn details(&self) -> serde_json::Value {
+    pub(crate) fn details(&self) -> serde_json::Value {
         let simulated: Vec<_> = self
             .simulated
             .iter()

@@ -65,7 +65,7 @@ pub(crate) struct Ticks {
 
 impl Ticks {
     /// Now, where the kernel says (Linux).
-    pub fn now() -> Option<Ticks> {
+    pub(super) fn now() -> Option<Ticks> {
         use std::io::BufRead;
         let file = std::fs::File::open("/proc/stat").ok()?;
         let mut line = String::new();
@@ -92,7 +92,7 @@ impl Ticks {
     }
 
     /// The share of the processors' time stolen since `earlier`; `None` when no tick passed.
-    pub fn steal_since(&self, earlier: &Ticks) -> Option<f64> {
+    pub(super) fn steal_since(&self, earlier: &Ticks) -> Option<f64> {
         let total = self.total.checked_sub(earlier.total).filter(|&t| t > 0)?;
         let steal = self.steal.saturating_sub(earlier.steal);
         Some(steal as f64 / total as f64)
@@ -118,7 +118,7 @@ pub(crate) struct Machine {
 impl Machine {
     /// From a task time `w` measured with `n` workers, which used the processor as `used`
     /// says, on the machines of `layout`.
-    pub fn measured(
+    pub(super) fn measured(
         layout: &Arc<Layout>,
         n: usize,
         task_ms: f64,
@@ -173,13 +173,13 @@ impl Machine {
     /// Whether other programs held the cores the workers could have used, enough to count:
     /// the tasks stretched beyond the program's own crowding, or the workers woke late for
     /// their chunks while they were no more than the cores.
-    pub fn others_loaded(&self) -> bool {
+    pub(super) fn others_loaded(&self) -> bool {
         (self.foreign - 1.0) / self.foreign + self.late >= OTHERS_LOADED
     }
 
     /// `w(n)`: the mean wall time of a task with the first `n` workers, in ms, other programs'
     /// load as measured.
-    pub fn task_ms(&self, n: usize) -> f64 {
+    pub(super) fn task_ms(&self, n: usize) -> f64 {
         let n = n.clamp(1, self.layout.capacity());
         let rate: f64 = self
             .layout
@@ -197,7 +197,7 @@ impl Machine {
 
     /// `w(n)/w(measured)`: how much longer (or shorter) tasks take with `n` workers than with
     /// `measured`.
-    pub fn stretch(&self, n: usize, measured: usize) -> f64 {
+    pub(super) fn stretch(&self, n: usize, measured: usize) -> f64 {
         let base = self.task_ms(measured);
         if base > 0.0 {
             self.task_ms(n) / base
@@ -208,7 +208,7 @@ impl Machine {
 
     /// The most workers that do not saturate any node's cores (at least 1): the cores the
     /// program's computing can use, whatever other programs' load.
-    pub fn saturation(&self) -> usize {
+    pub(super) fn saturation(&self) -> usize {
         if self.cpu_ms <= 0.0 {
             return usize::MAX;
         }

@@ -99,7 +99,7 @@ pub(crate) struct Tuner {
 impl Tuner {
     /// The tuner of a run set up as `setup`, its workers on the machines of `layout` when
     /// known, choosing `nworkers` for `objective`.
-    pub fn new(setup: TunerSetup, layout: Option<Layout>, objective: Objective) -> Self {
+    pub(crate) fn new(setup: TunerSetup, layout: Option<Layout>, objective: Objective) -> Self {
         Tuner {
             config: setup.tuning,
             objective,
@@ -119,23 +119,23 @@ impl Tuner {
     }
 
     /// The policies the program registered, for `--policy auto` to choose from as well.
-    pub fn register_policies(&mut self, registry: &Registry) {
+    pub(crate) fn register_policies(&mut self, registry: &Registry) {
         self.policies = registry.clone();
     }
 
     /// Adds the program's own tunlets, asked after the runtime's.
-    pub fn add_tunlets(&mut self, tunlets: Vec<Box<dyn Tunlet>>) {
+    pub(crate) fn add_tunlets(&mut self, tunlets: Vec<Box<dyn Tunlet>>) {
         self.tunlets.extend(tunlets);
     }
 
     /// `mo` and `k` as last estimated.
-    pub fn link(&self) -> Option<Link> {
+    pub(crate) fn link(&self) -> Option<Link> {
         self.estimate.link
     }
 
     /// Takes note of the decisions applied at an iteration boundary: its own start being
     /// watched; a change from elsewhere ends the watch of that tunable.
-    pub fn applied(&mut self, applied: &[Applied]) {
+    pub(crate) fn applied(&mut self, applied: &[Applied]) {
         if applied.is_empty() {
             return;
         }
@@ -155,7 +155,7 @@ impl Tuner {
 
     /// The predicted time of an iteration of `tasks` tasks with `workers` workers, made before
     /// any of its results is back; `None` before the first iteration has been measured.
-    pub fn predict(&self, tasks: usize, workers: usize) -> Option<f64> {
+    pub(crate) fn predict(&self, tasks: usize, workers: usize) -> Option<f64> {
         if let Some(trial) = &self.decider.trial {
             // A new factor's or policy's first iteration: the simulation's difference is in the
             // decision.
@@ -171,7 +171,7 @@ impl Tuner {
     }
 
     /// Folds in an iteration and requests the changes it calls for.
-    pub fn observe(
+    pub(crate) fn observe(
         &mut self,
         obs: &Observation,
         current: &Tunables,
@@ -240,7 +240,7 @@ impl Tuner {
     /// inside an iteration (the simulations wait for the boundary): without it (`--tuning
     /// factor`), a look could change nothing, and its fit of `mo` and `k` cost Xfire at 30
     /// workers about a millisecond an iteration, 4 % of its run.
-    pub fn wants_look(&self, so_far: &[Moments]) -> bool {
+    pub(crate) fn wants_look(&self, so_far: &[Moments]) -> bool {
         if self.config.mode == config::TuneMode::Off {
             return false;
         }
@@ -278,7 +278,7 @@ impl Tuner {
     /// rules as at a boundary. Changes are requested through `handle`, for the engine to apply
     /// at once; returns whether any was.
     #[allow(clippy::too_many_arguments)]
-    pub fn checkpoint(
+    pub(crate) fn checkpoint(
         &mut self,
         so_far: &Observation,
         now: Span,
@@ -336,7 +336,7 @@ impl Tuner {
 
     /// The iteration's last answer is in: a change made inside it that has not been judged yet
     /// is judged on what followed it, if that was at least a task per worker; otherwise kept.
-    pub fn close_midway(&mut self, end: Span, index: usize, handle: &TunablesHandle) {
+    pub(crate) fn close_midway(&mut self, end: Span, index: usize, handle: &TunablesHandle) {
         self.mark = Span::default();
         if self.config.mode == config::TuneMode::Off {
             return;
@@ -778,7 +778,7 @@ pub(crate) struct Span {
 impl Span {
     /// The objective's score per task over the stretch `from → to` (as [`score`] for an
     /// iteration), with the workers taking part at `to`; `None` for an empty stretch.
-    pub fn score(from: &Span, to: &Span, objective: Objective) -> Option<f64> {
+    pub(crate) fn score(from: &Span, to: &Span, objective: Objective) -> Option<f64> {
         let t = to.ms - from.ms;
         let m = (to.tasks as f64 + to.in_flight.0) - (from.tasks as f64 + from.in_flight.0);
         if to.tasks <= from.tasks || m <= 0.0 {

@@ -93,7 +93,7 @@ impl PolicyTunlet {
     /// proposes the fastest when it is not the current policy. Ties keep the current policy.
     ///
     /// It reads nothing but the public [`TunerView`], as a program's tunlet would.
-    pub fn propose(&mut self, view: &TunerView<'_>) -> Option<Proposal> {
+    pub(super) fn propose(&mut self, view: &TunerView<'_>) -> Option<Proposal> {
         let running = view.policy();
         let registered = view.registered_policies();
         let inside = view.inside_iteration();
@@ -365,7 +365,7 @@ pub(crate) struct PolicySimulation {
 }
 
 impl PolicySimulation {
-    pub fn reason(&self) -> String {
+    pub(crate) fn reason(&self) -> String {
         let fastest = self.workers.iter().copied().fold(f64::INFINITY, f64::min);
         let slowest = self.workers.iter().copied().fold(0.0, f64::max);
         format!(
@@ -383,7 +383,7 @@ impl PolicySimulation {
         )
     }
 
-    pub fn details(&self) -> serde_json::Value {
+    pub(crate) fn details(&self) -> serde_json::Value {
         let simulated: Vec<_> = self
             .simulated
             .iter()

@@ -16,7 +16,7 @@
 //! geometric grid (near the last fit's `k` when there is one) and refined by golden-section
 //! search.
 
-use crate::measure::{Send, Transfer};
+use crate::measure::{SentMessage, Transfer};
 use crate::model::{Fit, fit_latency_bandwidth};
 
 /// `k` searched from here (10 TB/s) ...
@@ -33,7 +33,7 @@ const NEAR: i32 = 4;
 /// One iteration's send log and the transfers it gave.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Log {
-    pub sends: Vec<Send>,
+    pub sends: Vec<SentMessage>,
     pub transfers: Vec<Transfer>,
 }
 
@@ -191,7 +191,7 @@ fn back_waits(log: &Log, k: f64, scratch: &mut Scratch) {
 }
 
 /// When each message has left a link of `k` that sends them in order, into `left`.
-fn departures(sends: &[Send], k: f64, left: &mut Vec<f64>) {
+fn departures(sends: &[SentMessage], k: f64, left: &mut Vec<f64>) {
     let mut free = f64::NEG_INFINITY;
     left.clear();
     left.extend(sends.iter().map(|s| {
@@ -202,7 +202,7 @@ fn departures(sends: &[Send], k: f64, left: &mut Vec<f64>) {
 
 /// What the messages `first` and `last` of a transfer waited for the link beyond their own
 /// sending time.
-fn wait(sends: &[Send], left: &[f64], first: usize, last: usize, k: f64) -> f64 {
+fn wait(sends: &[SentMessage], left: &[f64], first: usize, last: usize, k: f64) -> f64 {
     let (Some(start), Some(done)) = (sends.get(first), left.get(last)) else {
         return 0.0;
     };
@@ -224,13 +224,13 @@ mod tests {
     fn burst(n: usize, shared: f64, chunk: f64, mo: f64, k: f64) -> Log {
         let mut sends = Vec::new();
         for _ in 0..n {
-            sends.push(Send {
+            sends.push(SentMessage {
                 at_ms: 0.0,
                 bytes: shared,
             });
         }
         for _ in 0..n {
-            sends.push(Send {
+            sends.push(SentMessage {
                 at_ms: 0.0,
                 bytes: chunk,
             });
@@ -251,7 +251,7 @@ mod tests {
         // Later chunks, one at a time to an idle link.
         for j in 0..3 * n {
             let at = 1000.0 + 10.0 * j as f64;
-            sends.push(Send {
+            sends.push(SentMessage {
                 at_ms: at,
                 bytes: chunk,
             });
@@ -300,8 +300,8 @@ mod tests {
     /// of `mo`, `k` each way; each worker works `busy` ms and answers with `answer` bytes, and
     /// the answers queue on the link back when they come faster than it carries them.
     fn both_ways(n: usize, chunk: f64, answer: f64, busy: f64, mo: f64, k: f64) -> Log {
-        let sends: Vec<Send> = (0..n)
-            .map(|_| Send {
+        let sends: Vec<SentMessage> = (0..n)
+            .map(|_| SentMessage {
                 at_ms: 0.0,
                 bytes: chunk,
             })
@@ -363,8 +363,8 @@ mod tests {
     #[test]
     fn a_free_link_has_no_slope() {
         // Trips that do not grow with bytes: threads.
-        let sends: Vec<Send> = (0..20)
-            .map(|i| Send {
+        let sends: Vec<SentMessage> = (0..20)
+            .map(|i| SentMessage {
                 at_ms: i as f64,
                 bytes: 1000.0 * (1 + i % 4) as f64,
             })

@@ -190,7 +190,7 @@ pub(crate) struct WorkersEvaluation {
 }
 
 impl WorkersEvaluation {
-    pub fn reason(&self) -> String {
+    pub(crate) fn reason(&self) -> String {
         let (now, best) = (self.now, self.best);
         let what = match self.objective {
             Objective::Index => format!(
@@ -248,7 +248,7 @@ impl WorkersEvaluation {
     }
 
     /// Why, in words: the objective the new count is best for.
-    pub fn words(&self) -> &'static str {
+    pub(crate) fn words(&self) -> &'static str {
         match self.objective {
             Objective::Index => "best time per worker",
             Objective::Time => "fastest by the model",
@@ -256,14 +256,14 @@ impl WorkersEvaluation {
     }
 
     /// The gain of the objective, `percent` of it, in words.
-    pub fn gain(&self, percent: f64) -> String {
+    pub(crate) fn gain(&self, percent: f64) -> String {
         match self.objective {
             Objective::Index => format!("{percent:.0}% less time × workers"),
             Objective::Time => format!("{percent:.0}% less time"),
         }
     }
 
-    pub fn details(&self) -> serde_json::Value {
+    pub(crate) fn details(&self) -> serde_json::Value {
         json!({
             "tunlet": "workers",
             "objective": self.objective.to_string(),

@@ -497,7 +497,7 @@ impl ControlServer {
     ///
     /// # Errors
     /// A configuration error when the address cannot be bound or the token not written.
-    pub fn start(addr: &ControlAddr, handle: TunablesHandle) -> Result<ControlServer> {
+    pub(crate) fn start(addr: &ControlAddr, handle: TunablesHandle) -> Result<ControlServer> {
         let (listener, bound, token) = Listener::bind(addr).map_err(|e| {
             Error::config(
                 format!("error: cannot open the control endpoint `{addr}`: {e}"),
@@ -526,12 +526,12 @@ impl ControlServer {
     }
 
     /// Where it listens (with the port chosen when 0 was asked for).
-    pub fn addr(&self) -> &ControlAddr {
+    pub(crate) fn addr(&self) -> &ControlAddr {
         &self.addr
     }
 
     /// Queues an iteration's status for every watcher; never blocks.
-    pub fn publish(&self, status: &Status) {
+    pub(crate) fn publish(&self, status: &Status) {
         let mut watchers = self
             .shared
             .watchers

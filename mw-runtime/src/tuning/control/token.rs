@@ -31,7 +31,7 @@ impl TokenFile {
     /// # Errors
     /// When the private directory cannot be made or is not private, or the file cannot be
     /// written.
-    pub fn create(addr: &ControlAddr) -> io::Result<TokenFile> {
+    pub(super) fn create(addr: &ControlAddr) -> io::Result<TokenFile> {
         let path = private_dir(true)?.join(file_name(addr));
         let token = new_token()?;
         match fs::remove_file(&path) {
@@ -48,7 +48,7 @@ impl TokenFile {
     }
 
     /// The token.
-    pub fn token(&self) -> &str {
+    pub(super) fn token(&self) -> &str {
         &self.token
     }
 }
@@ -63,7 +63,7 @@ impl Drop for TokenFile {
 ///
 /// # Errors
 /// When the user's private directory is missing or not private.
-pub fn token_path(addr: &ControlAddr) -> io::Result<PathBuf> {
+pub(super) fn token_path(addr: &ControlAddr) -> io::Result<PathBuf> {
     Ok(private_dir(false)?.join(file_name(addr)))
 }
 
@@ -72,7 +72,7 @@ pub fn token_path(addr: &ControlAddr) -> io::Result<PathBuf> {
 /// # Errors
 /// When there is no token for that address (no run of this user listens there) or it cannot
 /// be read.
-pub fn read_token(addr: &ControlAddr) -> io::Result<String> {
+pub(super) fn read_token(addr: &ControlAddr) -> io::Result<String> {
     let path = dir_path().join(file_name(addr));
     let text = token_path(addr)
         .and_then(|_| fs::read_to_string(&path))
