@@ -16,25 +16,15 @@ use super::simulate::{SimWorker, Spec, simulate, simulate_with};
 use crate::policy::{PolicyChoice, PolicyFactory, PolicyName};
 use crate::tunables::Change;
 
-/// The built-in policies simulated: every one but `dpf` (the same cuts as `factoring`) and
-/// `auto`; the registered ones follow them.
-pub(crate) const CANDIDATES: [PolicyName; 15] = [
-    PolicyName::Daf,
-    PolicyName::Static,
-    PolicyName::Fsc,
-    PolicyName::Factoring,
-    PolicyName::Ss,
-    PolicyName::Gss,
-    PolicyName::Tss,
-    PolicyName::Fac2,
-    PolicyName::Wf,
-    PolicyName::AwfB,
-    PolicyName::AwfC,
-    PolicyName::AwfD,
-    PolicyName::AwfE,
-    PolicyName::Af,
-    PolicyName::Mfsc,
-];
+/// The built-in policies simulated: `daf` first (ties go to the earlier candidate), then every
+/// other one in [`PolicyName::ALL`] order but `dpf` (the same cuts as `factoring`) and `auto`;
+/// the registered ones follow them.
+fn candidates() -> impl Iterator<Item = PolicyName> {
+    let rest = PolicyName::ALL
+        .into_iter()
+        .filter(|p| !matches!(p, PolicyName::Daf | PolicyName::Dpf | PolicyName::Auto));
+    std::iter::once(PolicyName::Daf).chain(rest)
+}
 
 /// How much slower than the best a candidate proposed at the last look may simulate and still
 /// be proposed again: about the spread of the simulated times of one candidate from one look
@@ -127,7 +117,7 @@ impl PolicyTunlet {
             self.last.push(hit);
         } else {
             let seed = view.iteration() as u64;
-            let built_in = CANDIDATES.iter().map(|&p| (PolicyChoice::from(p), None));
+            let built_in = candidates().map(|p| (PolicyChoice::from(p), None));
             let own = registered
                 .iter()
                 .map(|(name, factory)| (PolicyChoice::Registered(name.clone()), Some(factory)));
@@ -414,6 +404,17 @@ mod tests {
                 sd_ms: 0.0,
             })
             .collect()
+    }
+
+    #[test]
+    fn the_candidates_are_daf_then_every_other_policy_but_dpf_and_auto() {
+        let candidates: Vec<PolicyName> = candidates().collect();
+        assert_eq!(candidates[0], PolicyName::Daf);
+        assert_eq!(candidates.len(), PolicyName::ALL.len() - 2);
+        for policy in PolicyName::ALL {
+            let simulated = !matches!(policy, PolicyName::Dpf | PolicyName::Auto);
+            assert_eq!(candidates.contains(&policy), simulated, "{policy}");
+        }
     }
 
     #[test]

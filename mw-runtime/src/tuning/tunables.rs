@@ -326,7 +326,7 @@ impl Change {
                     .map_err(|_| {
                         bad(&format!(
                             "one of {} or the name of a policy the program registered",
-                            PolicyName::ALL_NAMES
+                            PolicyName::all_names()
                         ))
                     })
             }
@@ -535,7 +535,7 @@ impl State {
             format!("error: no policy is named `{name}`"),
             format!(
                 "the built-in policies are {}; {registered}",
-                PolicyName::ALL_NAMES
+                PolicyName::all_names()
             ),
         )
     }
