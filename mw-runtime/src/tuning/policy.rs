@@ -13,8 +13,8 @@ use super::TunerView;
 use super::decide::{Explanation, Proposal};
 use super::factor::{Key, REPS, SAME_SPEED_MAX};
 use super::simulate::{SimWorker, Spec, simulate, simulate_with};
-use crate::policy::{PolicyChoice, PolicyFactory, PolicyName};
-use crate::tunables::Change;
+use crate::policy::{PolicyChoice, PolicyName};
+use crate::tunables::{Change, policy_number};
 
 /// The built-in policies simulated: `daf` first (ties go to the earlier candidate), then every
 /// other one in [`PolicyName::ALL`] order but `dpf` (the same cuts as `factoring`) and `auto`;
@@ -55,19 +55,6 @@ pub(crate) struct PolicyTunlet {
     pub simulations: usize,
 }
 
-/// The number a policy stands for in a proposal: its place in [`PolicyName::ALL`], then in
-/// the order registered.
-fn number(policy: &PolicyChoice, registered: &[(String, PolicyFactory)]) -> f64 {
-    let place = match policy {
-        PolicyChoice::BuiltIn(name) => PolicyName::ALL.iter().position(|p| p == name),
-        PolicyChoice::Registered(name) => registered
-            .iter()
-            .position(|(n, _)| n == name)
-            .map(|i| PolicyName::ALL.len() + i),
-    };
-    place.unwrap_or(0) as f64
-}
-
 /// The candidate a policy is simulated as: `dpf` cuts as `factoring`, `auto` as where it
 /// starts.
 fn simulated_as(policy: &PolicyChoice) -> PolicyChoice {
@@ -86,6 +73,9 @@ impl PolicyTunlet {
     pub(super) fn propose(&mut self, view: &TunerView<'_>) -> Option<Proposal> {
         let running = view.policy();
         let registered = view.registered_policies();
+        let number = |policy: &PolicyChoice| {
+            policy_number(policy, registered.iter().map(|(name, _)| name.as_str()))
+        };
         let inside = view.inside_iteration();
         let tasks = view.tasks();
         let n = view.workers().min(tasks).max(1);
@@ -187,8 +177,8 @@ impl PolicyTunlet {
             .predicted_ms(tasks, view.workers())
             .unwrap_or(view.iteration_ms());
         Some(Proposal {
-            from: number(running, registered),
-            to: number(&policy, registered),
+            from: number(running),
+            to: number(&policy),
             change: Change::Policy(policy),
             gain,
             sensitivity: 1.0,
