@@ -629,7 +629,7 @@ impl Tuner {
 /// let config = RunConfig {
 ///     workers: Some(2),
 ///     max_workers: Some(2),
-///     policy: PolicyName::Ss,
+///     policy: PolicyName::Ss.into(),
 ///     backend: BackendChoice::Local,
 ///     quiet: true,
 ///     ..RunConfig::default()
