@@ -71,7 +71,7 @@ fn engine(protocol: Protocol, prefetch: Option<usize>) -> f64 {
     let config = RunConfig {
         workers: Some(1),
         max_workers: Some(1),
-        policy: PolicyName::Fsc,
+        policy: PolicyName::Fsc.into(),
         // fsc cuts chunks of factor·M/N tasks: one task each.
         factor: 1.0 / TASKS as f64,
         protocol,

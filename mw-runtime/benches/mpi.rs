@@ -197,7 +197,7 @@ impl Worker for Spinner {
 /// `prefetch` chunks held ahead per worker.
 fn runtime(tasks: &[u64], prefetch: usize) -> Duration {
     let config = RunConfig {
-        policy: PolicyName::Fsc,
+        policy: PolicyName::Fsc.into(),
         factor: 1.0 / tasks.len() as f64,
         prefetch: Some(prefetch),
         backend: BackendChoice::Mpi,

@@ -88,10 +88,10 @@ fn main() {
     };
     let dir = tempfile::tempdir().expect("a temporary folder");
     let path = dir.path().join("bench.trace.json");
-    let local = |workers, policy, factor| RunConfig {
+    let local = |workers, policy: PolicyName, factor| RunConfig {
         workers: Some(workers),
         max_workers: Some(workers),
-        policy,
+        policy: policy.into(),
         factor,
         protocol: Protocol::Async,
         backend: BackendChoice::Local,

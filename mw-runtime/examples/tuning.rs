@@ -231,7 +231,7 @@ fn run(
     let config = RunConfig {
         workers: Some(workers),
         max_workers: Some(pool),
-        policy: args.policy,
+        policy: args.policy.into(),
         protocol: args.protocol,
         backend: BackendChoice::Auto,
         tuning,

@@ -62,7 +62,7 @@ fn config(link: EmulatedLink) -> RunConfig {
     RunConfig {
         workers: Some(1),
         max_workers: Some(1),
-        policy: PolicyName::Factoring,
+        policy: PolicyName::Factoring.into(),
         factor: 0.5,
         backend: BackendChoice::Local,
         tuning: TuningConfig::off(),

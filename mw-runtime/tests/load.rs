@@ -47,7 +47,7 @@ fn a_loaded_worker_takes_longer_in_the_loaded_iterations_only() {
         workers: Some(2),
         max_workers: Some(2),
         // One chunk of 5 tasks per worker, so both do the same work.
-        policy: PolicyName::Static,
+        policy: PolicyName::Static.into(),
         backend: BackendChoice::Local,
         load: "1:0:75".parse::<LoadPattern>().unwrap(),
         ..RunConfig::default()

@@ -118,7 +118,7 @@ fn main() {
         let config = RunConfig {
             backend: BackendChoice::Mpi,
             protocol,
-            policy: PolicyName::Static,
+            policy: PolicyName::Static.into(),
             workers: Some(1),
             quiet: true,
             ..RunConfig::default()

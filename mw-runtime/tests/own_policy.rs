@@ -101,7 +101,7 @@ fn config() -> RunConfig {
     RunConfig {
         workers: Some(3),
         max_workers: Some(3),
-        policy: PolicyName::Daf,
+        policy: PolicyName::Daf.into(),
         backend: BackendChoice::Local,
         tuning: TuningConfig::off(),
         quiet: true,

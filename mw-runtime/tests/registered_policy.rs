@@ -398,3 +398,71 @@ fn the_iteration_names_the_registered_policy_running() {
     let tiles = mw_runtime::PolicyChoice::Registered("tiles".into());
     assert_eq!(*seen.lock().unwrap(), vec![tiles; 3]);
 }
+
+/// A program's tunlet for `policy`: proposes `pairs` while another policy runs.
+#[derive(Debug)]
+struct ToPairs;
+
+impl mw_runtime::tuning::Tunlet for ToPairs {
+    fn tunable(&self) -> mw_runtime::Tunable {
+        mw_runtime::Tunable::Policy
+    }
+
+    fn propose(
+        &mut self,
+        view: &mw_runtime::tuning::TunerView<'_>,
+    ) -> Option<mw_runtime::tuning::Proposal> {
+        let pairs = mw_runtime::PolicyChoice::Registered("pairs".into());
+        (*view.policy() != pairs)
+            .then(|| mw_runtime::tuning::Proposal::policy(pairs, 0.6, "pairs balance better"))
+    }
+}
+
+/// Registers `tiles` and `pairs` and adds [`ToPairs`].
+struct Proposing(Registering);
+
+impl Master for Proposing {
+    type Task = u32;
+    type Result = u32;
+    type Shared = ();
+
+    fn initialize(&mut self, setup: &mut Setup) -> mw_runtime::Result<()> {
+        setup.tunlet(Box::new(ToPairs));
+        self.0.initialize(setup)
+    }
+
+    fn partition(&mut self, it: &Iteration) -> Work<(), u32> {
+        Work::tasks(if it.index < 4 {
+            (0..40).collect()
+        } else {
+            Vec::new()
+        })
+    }
+
+    fn recover(&mut self, _task: TaskId, _result: u32) {}
+}
+
+#[test]
+fn a_programs_tunlet_moves_from_one_registered_policy_to_another() {
+    // Each registered policy has a number of its own: a proposal from `tiles` to `pairs` is a
+    // change, not one number to itself.
+    let config = RunConfig {
+        tuning: TuningConfig {
+            mode: mw_runtime::TuneMode::Factor,
+            ..TuningConfig::default()
+        },
+        ..config("", &["--policy", "tiles"])
+    };
+    let report = mw_runtime::run_config(
+        &config,
+        || Proposing(Registering { extra: None }),
+        Echo::default,
+    )
+    .unwrap();
+    let metrics = report.into_metrics().unwrap();
+    let moved = metrics
+        .decisions
+        .iter()
+        .any(|d| d.tunable == "policy" && d.from == "tiles" && d.to == "pairs");
+    assert!(moved, "{:#?}", metrics.decisions);
+}

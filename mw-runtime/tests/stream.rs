@@ -11,7 +11,7 @@ fn config(pool: usize, policy: PolicyName, protocol: Protocol, tune: TuneMode) -
     RunConfig {
         workers: Some(pool.min(2)),
         max_workers: Some(pool),
-        policy,
+        policy: policy.into(),
         protocol,
         backend: BackendChoice::Local,
         quiet: true,

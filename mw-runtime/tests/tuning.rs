@@ -76,7 +76,7 @@ fn a_run_starting_at_one_worker_grows_to_several() {
     let config = RunConfig {
         workers: Some(1),
         max_workers: Some(16),
-        policy: PolicyName::Daf,
+        policy: PolicyName::Daf.into(),
         backend: BackendChoice::Local,
         ..RunConfig::default()
     };

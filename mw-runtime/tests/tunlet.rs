@@ -92,7 +92,7 @@ fn config(control: Option<ControlAddr>) -> RunConfig {
     RunConfig {
         workers: Some(2),
         max_workers: Some(2),
-        policy: PolicyName::Ss,
+        policy: PolicyName::Ss.into(),
         backend: BackendChoice::Local,
         // The factor only: `ss` uses none, so the program's tunlet is the only one proposing.
         tuning: TuningConfig {

@@ -190,7 +190,7 @@ fn the_master_worker_run_equals_the_sequential_run() {
         let config = RunConfig {
             workers: Some(workers),
             max_workers: Some(workers),
-            policy,
+            policy: policy.into(),
             factor: 0.5,
             min_chunk: 1,
             protocol,

@@ -320,12 +320,10 @@ pub struct RunConfig {
     /// Under MPI the pool is the launched ranks but one, or more when this asks for more: the
     /// rest are spawned as needed (as many as the allocation has free slots for).
     pub max_workers: Option<usize>,
-    /// The built-in policy (`daf` when a registered one is named).
-    pub policy: PolicyName,
-    /// A policy the program registers under this name
+    /// The policy: a built-in one, or one the program registers under a name of its own
     /// ([`Setup::register_policy`](crate::Setup::register_policy)), looked up when the run
-    /// starts; it replaces `policy`.
-    pub registered_policy: Option<String>,
+    /// starts.
+    pub policy: PolicyChoice,
     pub factor: f64,
     pub min_chunk: usize,
     pub protocol: Protocol,
@@ -415,8 +413,7 @@ impl Default for RunConfig {
         RunConfig {
             workers: None,
             max_workers: None,
-            policy: PolicyName::Daf,
-            registered_policy: None,
+            policy: PolicyName::Daf.into(),
             factor: 0.5,
             min_chunk: 1,
             protocol: Protocol::Async,
@@ -497,18 +494,14 @@ impl RunConfig {
                 ));
             }
         }
-        let policy = args.policy.clone().or_else(|| file.policy.clone());
         let config = RunConfig {
             workers: args.workers.or(file.workers),
             max_workers: args.max_workers.or(file.max_workers),
-            policy: match &policy {
-                Some(PolicyChoice::BuiltIn(name)) => *name,
-                _ => defaults.policy,
-            },
-            registered_policy: match policy {
-                Some(PolicyChoice::Registered(name)) => Some(name),
-                _ => None,
-            },
+            policy: args
+                .policy
+                .clone()
+                .or_else(|| file.policy.clone())
+                .unwrap_or_else(|| defaults.policy.clone()),
             factor: args.factor.or(file.factor).unwrap_or(defaults.factor),
             min_chunk: args
                 .min_chunk
@@ -716,7 +709,7 @@ impl RunConfig {
             protocol: self.protocol,
             prefetch: self.prefetch_depth(),
             min_chunk: self.min_chunk,
-            auto_policy: self.policy == PolicyName::Auto,
+            auto_policy: self.policy == PolicyChoice::BuiltIn(PolicyName::Auto),
             quiet: self.quiet,
         }
     }
@@ -749,7 +742,17 @@ impl RunConfig {
         Tunables {
             nworkers: self.workers.unwrap_or(pool).clamp(1, pool.max(1)),
             factor: self.factor,
-            policy: self.policy.starting().into(),
+            policy: self.starting_policy().into(),
+        }
+    }
+
+    /// The policy that cuts the first chunks: `auto` starts as [`PolicyName::starting`] says;
+    /// a registered policy is looked up once the program has registered it, before any chunk
+    /// is cut, and `daf` stands in until then.
+    pub(crate) fn starting_policy(&self) -> PolicyName {
+        match &self.policy {
+            PolicyChoice::BuiltIn(name) => name.starting(),
+            PolicyChoice::Registered(_) => PolicyName::Daf,
         }
     }
 }

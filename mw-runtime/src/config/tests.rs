@@ -12,7 +12,7 @@ fn flags_override_the_file_which_overrides_defaults() {
     let config = RunConfig::merge(&file.run, &args).unwrap();
     assert_eq!((config.workers, config.max_workers), (Some(3), Some(6)));
     assert_eq!(config.tunables(6).nworkers, 3);
-    assert_eq!(config.policy, PolicyName::Static);
+    assert_eq!(config.policy, PolicyName::Static.into());
     assert_eq!(config.factor, 0.25);
     assert_eq!(config.protocol, Protocol::Async);
 }
@@ -183,7 +183,10 @@ fn unknown_keys_and_policies_in_the_file_are_reported_with_position() {
     // Any other name may be one the program registers: it is looked up when the run starts.
     let file = ConfigFile::parse("[run]\npolicy = \"round-robin\"\n").unwrap();
     let config = RunConfig::merge(&file.run, &RunArgs::default()).unwrap();
-    assert_eq!(config.registered_policy.as_deref(), Some("round-robin"));
+    assert_eq!(
+        config.policy,
+        PolicyChoice::Registered("round-robin".into())
+    );
     assert!(ConfigFile::parse("[project]\nname = \"fire\"\nin = \"struct A {}\"\n").is_ok());
 }
 

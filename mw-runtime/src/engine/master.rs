@@ -69,8 +69,8 @@ where
         link,
         config,
         tunables,
-        policy: config.policy.build(),
-        policy_name: config.policy.starting().into(),
+        policy: config.starting_policy().build(),
+        policy_name: config.starting_policy().into(),
         registry: Default::default(),
         own_policy: false,
         healthy: vec![true; pool],
@@ -376,7 +376,7 @@ where
         // A registered name is looked up once the program has registered its policies (every
         // worker has answered, so none is left waiting); `Setup::policy` takes precedence. It
         // is the starting value of `policy`, which can be changed like any other.
-        if let Some(name) = &self.config.registered_policy {
+        if let PolicyChoice::Registered(name) = &self.config.policy {
             let registered = self.registry.build(name)?;
             if !self.own_policy {
                 self.policy = registered;

@@ -236,9 +236,14 @@ impl PolicyName {
         PolicyName::Auto,
     ];
 
-    /// The names, for help and error messages.
-    pub const ALL_NAMES: &'static str = "`static`, `fsc`, `factoring`, `dpf`, `daf`, `ss`, \
-        `gss`, `tss`, `fac2`, `wf`, `awf-b`, `awf-c`, `awf-d`, `awf-e`, `af`, `mfsc`, `auto`";
+    /// The names, each in backquotes, separated by commas: for help and error messages.
+    pub fn all_names() -> String {
+        PolicyName::ALL
+            .iter()
+            .map(|p| format!("`{p}`"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
 
     /// The well-known name.
     pub fn as_str(self) -> &'static str {
@@ -320,7 +325,7 @@ impl fmt::Display for UnknownPolicy {
             f,
             "unknown policy `{}`: expected one of {}",
             self.0,
-            PolicyName::ALL_NAMES
+            PolicyName::all_names()
         )
     }
 }
@@ -438,7 +443,7 @@ impl Registry {
                 format!("error: policy name `{name}` is taken by the built-in policy `{built_in}`"),
                 format!(
                     "register the policy under another name; the built-in names are {}",
-                    PolicyName::ALL_NAMES
+                    PolicyName::all_names()
                 ),
             ));
         }
@@ -489,9 +494,9 @@ impl Registry {
             .map(|(n, _)| format!("`{n}`"))
             .collect();
         let names = if registered.is_empty() {
-            format!("{} (the program registers none)", PolicyName::ALL_NAMES)
+            format!("{} (the program registers none)", PolicyName::all_names())
         } else {
-            format!("{}, {}", PolicyName::ALL_NAMES, registered.join(", "))
+            format!("{}, {}", PolicyName::all_names(), registered.join(", "))
         };
         Err(Error::config(
             format!("error: unknown policy `{name}`: expected one of {names}"),

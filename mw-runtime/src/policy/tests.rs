@@ -335,3 +335,14 @@ fn auto_cannot_be_set_while_running_but_every_other_policy_can() {
         assert!(Change::Policy(name.into()).validate(4).is_ok(), "{name}");
     }
 }
+
+#[test]
+fn the_names_list_every_policy_once_in_order() {
+    let names = PolicyName::all_names();
+    assert!(
+        names.starts_with("`static`, `fsc`, `factoring`, `dpf`"),
+        "{names}"
+    );
+    assert!(names.ends_with("`af`, `mfsc`, `auto`"), "{names}");
+    assert_eq!(names.matches('`').count(), 2 * PolicyName::ALL.len());
+}

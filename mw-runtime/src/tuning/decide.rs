@@ -7,7 +7,7 @@ use std::collections::VecDeque;
 
 use super::Span;
 use crate::policy::PolicyChoice;
-use crate::tunables::{Change, Tunable, TunableId, TunableValue, policy_number};
+use crate::tunables::{Change, Tunable, TunableId, TunableValue};
 
 /// Relative gain below which no proposal is acted on, however quiet the measurements.
 pub(crate) const MIN_GAIN: f64 = 0.03;
@@ -72,11 +72,12 @@ impl Proposal {
 
     /// Proposes the policy `policy`, as [`new`](Proposal::new) proposes a number.
     pub fn policy(policy: impl Into<PolicyChoice>, gain: f64, reason: impl Into<String>) -> Self {
-        let policy = policy.into();
         Proposal {
-            to: policy_number(&policy),
-            change: Change::Policy(policy),
+            change: Change::Policy(policy.into()),
+            // The tuner numbers the policy among those registered, and fills in the policy in
+            // force and the time predicted.
             from: f64::NAN,
+            to: f64::NAN,
             gain,
             sensitivity: 1.0,
             predicted_ms: f64::NAN,

@@ -431,6 +431,9 @@ impl Tuner {
                     if p.from.is_nan() {
                         p.from = handle.number(tunable);
                     }
+                    if let (Change::Policy(policy), true) = (&p.change, p.to.is_nan()) {
+                        p.to = handle.policy_number(policy);
+                    }
                     if p.predicted_ms.is_nan() {
                         p.predicted_ms = obs.facts.time_ms * (1.0 - p.gain);
                     }
@@ -626,7 +629,7 @@ impl Tuner {
 /// let config = RunConfig {
 ///     workers: Some(2),
 ///     max_workers: Some(2),
-///     policy: PolicyName::Ss,
+///     policy: PolicyName::Ss.into(),
 ///     backend: BackendChoice::Local,
 ///     quiet: true,
 ///     ..RunConfig::default()

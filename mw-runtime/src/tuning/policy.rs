@@ -13,28 +13,18 @@ use super::TunerView;
 use super::decide::{Explanation, Proposal};
 use super::factor::{Key, REPS, SAME_SPEED_MAX};
 use super::simulate::{SimWorker, Spec, simulate, simulate_with};
-use crate::policy::{PolicyChoice, PolicyFactory, PolicyName};
-use crate::tunables::Change;
+use crate::policy::{PolicyChoice, PolicyName};
+use crate::tunables::{Change, policy_number};
 
-/// The built-in policies simulated: every one but `dpf` (the same cuts as `factoring`) and
-/// `auto`; the registered ones follow them.
-pub(crate) const CANDIDATES: [PolicyName; 15] = [
-    PolicyName::Daf,
-    PolicyName::Static,
-    PolicyName::Fsc,
-    PolicyName::Factoring,
-    PolicyName::Ss,
-    PolicyName::Gss,
-    PolicyName::Tss,
-    PolicyName::Fac2,
-    PolicyName::Wf,
-    PolicyName::AwfB,
-    PolicyName::AwfC,
-    PolicyName::AwfD,
-    PolicyName::AwfE,
-    PolicyName::Af,
-    PolicyName::Mfsc,
-];
+/// The built-in policies simulated: `daf` first (ties go to the earlier candidate), then every
+/// other one in [`PolicyName::ALL`] order but `dpf` (the same cuts as `factoring`) and `auto`;
+/// the registered ones follow them.
+fn candidates() -> impl Iterator<Item = PolicyName> {
+    let rest = PolicyName::ALL
+        .into_iter()
+        .filter(|p| !matches!(p, PolicyName::Daf | PolicyName::Dpf | PolicyName::Auto));
+    std::iter::once(PolicyName::Daf).chain(rest)
+}
 
 /// How much slower than the best a candidate proposed at the last look may simulate and still
 /// be proposed again: about the spread of the simulated times of one candidate from one look
@@ -65,19 +55,6 @@ pub(crate) struct PolicyTunlet {
     pub simulations: usize,
 }
 
-/// The number a policy stands for in a proposal: its place in [`PolicyName::ALL`], then in
-/// the order registered.
-fn number(policy: &PolicyChoice, registered: &[(String, PolicyFactory)]) -> f64 {
-    let place = match policy {
-        PolicyChoice::BuiltIn(name) => PolicyName::ALL.iter().position(|p| p == name),
-        PolicyChoice::Registered(name) => registered
-            .iter()
-            .position(|(n, _)| n == name)
-            .map(|i| PolicyName::ALL.len() + i),
-    };
-    place.unwrap_or(0) as f64
-}
-
 /// The candidate a policy is simulated as: `dpf` cuts as `factoring`, `auto` as where it
 /// starts.
 fn simulated_as(policy: &PolicyChoice) -> PolicyChoice {
@@ -96,6 +73,9 @@ impl PolicyTunlet {
     pub(super) fn propose(&mut self, view: &TunerView<'_>) -> Option<Proposal> {
         let running = view.policy();
         let registered = view.registered_policies();
+        let number = |policy: &PolicyChoice| {
+            policy_number(policy, registered.iter().map(|(name, _)| name.as_str()))
+        };
         let inside = view.inside_iteration();
         let tasks = view.tasks();
         let n = view.workers().min(tasks).max(1);
@@ -127,7 +107,7 @@ impl PolicyTunlet {
             self.last.push(hit);
         } else {
             let seed = view.iteration() as u64;
-            let built_in = CANDIDATES.iter().map(|&p| (PolicyChoice::from(p), None));
+            let built_in = candidates().map(|p| (PolicyChoice::from(p), None));
             let own = registered
                 .iter()
                 .map(|(name, factory)| (PolicyChoice::Registered(name.clone()), Some(factory)));
@@ -197,8 +177,8 @@ impl PolicyTunlet {
             .predicted_ms(tasks, view.workers())
             .unwrap_or(view.iteration_ms());
         Some(Proposal {
-            from: number(running, registered),
-            to: number(&policy, registered),
+            from: number(running),
+            to: number(&policy),
             change: Change::Policy(policy),
             gain,
             sensitivity: 1.0,
@@ -414,6 +394,17 @@ mod tests {
                 sd_ms: 0.0,
             })
             .collect()
+    }
+
+    #[test]
+    fn the_candidates_are_daf_then_every_other_policy_but_dpf_and_auto() {
+        let candidates: Vec<PolicyName> = candidates().collect();
+        assert_eq!(candidates[0], PolicyName::Daf);
+        assert_eq!(candidates.len(), PolicyName::ALL.len() - 2);
+        for policy in PolicyName::ALL {
+            let simulated = !matches!(policy, PolicyName::Dpf | PolicyName::Auto);
+            assert_eq!(candidates.contains(&policy), simulated, "{policy}");
+        }
     }
 
     #[test]

@@ -326,7 +326,7 @@ impl Change {
                     .map_err(|_| {
                         bad(&format!(
                             "one of {} or the name of a policy the program registered",
-                            PolicyName::ALL_NAMES
+                            PolicyName::all_names()
                         ))
                     })
             }
@@ -350,15 +350,22 @@ impl Change {
     }
 }
 
-/// A policy as the tuner holds it, a number: its place in [`PolicyName::ALL`], one past them
-/// for a registered one.
-pub(crate) fn policy_number(policy: &PolicyChoice) -> f64 {
-    match policy {
-        PolicyChoice::BuiltIn(name) => {
-            PolicyName::ALL.iter().position(|p| p == name).unwrap_or(0) as f64
-        }
-        PolicyChoice::Registered(_) => PolicyName::ALL.len() as f64,
-    }
+/// A policy as the tuner holds it in proposals and decisions, a number: its place in
+/// [`PolicyName::ALL`], or for a registered one its place in `registered` (the order registered)
+/// after them. The tuner's only numbering of policies: the tunables and the policy tunlet both
+/// use it.
+pub(crate) fn policy_number<'a>(
+    policy: &PolicyChoice,
+    registered: impl IntoIterator<Item = &'a str>,
+) -> f64 {
+    let place = match policy {
+        PolicyChoice::BuiltIn(name) => PolicyName::ALL.iter().position(|p| p == name),
+        PolicyChoice::Registered(name) => registered
+            .into_iter()
+            .position(|r| r.eq_ignore_ascii_case(name))
+            .map(|i| PolicyName::ALL.len() + i),
+    };
+    place.unwrap_or(0) as f64
 }
 
 /// Refuses factors outside `(0, 1]`.
@@ -524,6 +531,11 @@ impl State {
         }
     }
 
+    /// `policy` as a number ([`policy_number`]), among the policies registered.
+    fn policy_number(&self, policy: &PolicyChoice) -> f64 {
+        policy_number(policy, self.registered.iter().map(String::as_str))
+    }
+
     /// The error for a policy name that is neither built in nor registered.
     fn no_such_policy(&self, name: &str) -> Error {
         let registered = if self.registered.is_empty() {
@@ -535,7 +547,7 @@ impl State {
             format!("error: no policy is named `{name}`"),
             format!(
                 "the built-in policies are {}; {registered}",
-                PolicyName::ALL_NAMES
+                PolicyName::all_names()
             ),
         )
     }
@@ -729,15 +741,20 @@ impl TunablesHandle {
     }
 
     /// The value in force of any tunable, as the tuner holds it: `nworkers` and `factor` as
-    /// numbers, `policy` as its place in [`PolicyName::ALL`].
+    /// numbers, `policy` as [`policy_number`] numbers it.
     pub(crate) fn number(&self, tunable: Tunable) -> f64 {
         let state = self.lock();
         match tunable {
             Tunable::Nworkers => state.current.nworkers as f64,
             Tunable::Factor => state.current.factor,
-            Tunable::Policy => policy_number(&state.current.policy),
+            Tunable::Policy => state.policy_number(&state.current.policy),
             Tunable::Declared(id) => state.declared[id.0].value,
         }
+    }
+
+    /// `policy` as the tuner numbers it ([`policy_number`]), among the policies registered.
+    pub(crate) fn policy_number(&self, policy: &PolicyChoice) -> f64 {
+        self.lock().policy_number(policy)
     }
 
     /// When a change of `tunable` takes effect.
@@ -962,6 +979,24 @@ mod tests {
             e.contains("or the name of a policy the program registered"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn every_policy_has_a_number_of_its_own() {
+        let start = Tunables {
+            nworkers: 2,
+            factor: 0.5,
+            policy: PolicyName::Daf.into(),
+        };
+        let handle = TunablesHandle::new(start, 8);
+        handle.register_policies(["tiles".to_owned(), "pairs".to_owned()]);
+        let number = |name: &str| handle.policy_number(&name.parse().unwrap());
+        assert_eq!(handle.number(Tunable::Policy), number("daf"));
+        let all = PolicyName::ALL.len() as f64;
+        assert_eq!(number("static"), 0.0);
+        assert_eq!(number("auto"), all - 1.0);
+        assert_eq!(number("tiles"), all);
+        assert_eq!(number("Pairs"), all + 1.0);
     }
 
     #[test]

@@ -184,7 +184,7 @@ pub fn config(pool: usize, policy: PolicyName, protocol: Protocol, factor: f64) 
     RunConfig {
         workers: Some(pool),
         max_workers: Some(pool),
-        policy,
+        policy: policy.into(),
         factor,
         protocol,
         backend: BackendChoice::Local,

@@ -239,7 +239,7 @@ fn request(args: &PredictArgs, pilot: &pilot::Pilot) -> Result<Request, CliError
         Some(name) => Some(name.parse::<PolicyName>().map_err(|e| {
             CliError::usage(
                 format!("invalid value `{name}` for `--policy`: {e}"),
-                format!("give one of {}", PolicyName::ALL_NAMES),
+                format!("give one of {}", PolicyName::all_names()),
             )
         })?),
         None => None,
@@ -252,7 +252,7 @@ fn request(args: &PredictArgs, pilot: &pilot::Pilot) -> Result<Request, CliError
             ),
             Some(format!(
                 "give --policy one of {} (the prediction will say it was not measured)",
-                PolicyName::ALL_NAMES
+                PolicyName::all_names()
             )),
         ));
     }
