@@ -55,7 +55,7 @@ impl Worker for Faulty {
                 Fault::Hang => loop {
                     std::thread::sleep(Duration::from_secs(3600));
                 },
-                Fault::Exit => mw_runtime::fault::exit_worker(),
+                Fault::Exit => mw_runtime::exit_worker(),
                 Fault::Error => return Err("a task fails once".into()),
                 Fault::LatePanic => {
                     if !LATE_PANIC_STRUCK.swap(true, std::sync::atomic::Ordering::SeqCst) {

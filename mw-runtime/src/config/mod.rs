@@ -8,18 +8,18 @@ use std::path::{Path, PathBuf};
 use clap::{Args, ValueEnum};
 use serde::{Deserialize, Serialize};
 
-use crate::control::ControlAddr;
 use crate::error::ValueError;
 use crate::error::{Error, ErrorKind, Result};
 use crate::input::{InputKind, read_input_text};
 use crate::load::LoadPattern;
 use crate::policy::{PolicyChoice, PolicyName};
-use crate::tunables::{Tunables, check_factor};
+use crate::tuning::control::ControlAddr;
+use crate::tuning::tunables::{Tunables, check_factor};
 
 mod faults;
 
-pub use crate::protocol::Protocol;
-pub use crate::tuning::config::{Objective, TuneMode, TuningConfig, TuningSection};
+pub(crate) use crate::protocol::Protocol;
+pub(crate) use crate::tuning::config::{Objective, TuneMode, TuningConfig, TuningSection};
 pub use faults::{BACKUP_MARGIN, FaultConfig, MAX_TASK_RETRIES, OnTaskFailure};
 
 /// Which communication backend runs the program.

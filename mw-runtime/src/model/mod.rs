@@ -54,7 +54,7 @@ mod tests;
 
 use serde::{Deserialize, Serialize};
 
-pub use crate::protocol::Protocol;
+pub(crate) use crate::protocol::Protocol;
 pub use curve::{Curve, MAX_SWEEP_POINTS, Point, sweep};
 pub use error::ModelError;
 pub(crate) use fit::Link;

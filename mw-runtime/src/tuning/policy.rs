@@ -14,7 +14,7 @@ use super::decide::{Explanation, Proposal};
 use super::factor::{Key, REPS, SAME_SPEED_MAX};
 use super::simulate::{SimWorker, Spec, simulate, simulate_with};
 use crate::policy::{PolicyChoice, PolicyFactory, PolicyName};
-use crate::tunables::Change;
+use crate::tuning::tunables::Change;
 
 /// The built-in policies simulated: every one but `dpf` (the same cuts as `factoring`) and
 /// `auto`; the registered ones follow them.

@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
-pub use crate::metrics::Decision;
+pub(crate) use crate::metrics::Decision;
 use crate::policy::{PolicyChoice, PolicyName};
 
 /// The values the runtime tunes while the program runs.
