@@ -10,6 +10,7 @@ use crate::error::{Error, Result};
 /// What happens to a task that failed on every attempt.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, ValueEnum)]
 #[serde(rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum OnTaskFailure {
     /// The run ends with an error naming the task and every attempt's error.
     #[default]

@@ -25,6 +25,7 @@ pub use faults::{BACKUP_MARGIN, FaultConfig, MAX_TASK_RETRIES, OnTaskFailure};
 /// Which communication backend runs the program.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, ValueEnum)]
 #[serde(rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum BackendChoice {
     /// MPI when started by `mpirun` or `srun` with 2 or more processes, threads otherwise.
     #[default]
@@ -374,6 +375,7 @@ pub struct EmulatedLink {
 /// Common networks for `--link`, with a typical one-way latency and the bandwidth each way.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ValueEnum)]
 #[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
 pub enum LinkPreset {
     /// 100 Mbit/s switched Ethernet, 0.1 ms: the clusters of the POETRIES and Cesar et al. papers.
     FastEthernet,

@@ -93,6 +93,7 @@ pub struct Spec<'a> {
 
 /// A simulated iteration, or the sum of a run's iterations.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
+#[non_exhaustive]
 pub struct Outcome {
     /// Elapsed time, in ms.
     pub time_ms: f64,

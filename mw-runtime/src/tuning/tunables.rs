@@ -84,6 +84,7 @@ impl Tunable {
 /// once it has, so a change made inside an iteration is judged on the tasks that follow it only
 /// when those tasks run with the new value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum TakesEffect {
     /// At once: the tasks answered from then on run with it (`nworkers`: workers join or leave
     /// when it changes).
