@@ -66,7 +66,7 @@ mod app;
 mod args;
 mod clock;
 pub mod codec;
-pub mod config;
+mod config;
 mod engine;
 mod error;
 mod fault;
@@ -95,7 +95,10 @@ pub mod tuning;
 pub use app::{Flow, Iteration, Master, Setup, TaskError, TaskId, Work, Worker, WorkerSetup};
 pub use args::parse_args;
 pub use codec::{DecodeError, Message};
-pub use config::{BackendChoice, EmulatedLink, RunArgs, RunConfig};
+pub use config::{
+    BackendChoice, ConfigFile, EmulatedLink, FaultConfig, LinkPreset, OnTaskFailure, RunArgs,
+    RunConfig, RunSection,
+};
 pub use error::{Error, ErrorKind, Result, ValueError, exit_status};
 pub use fault::exit_worker;
 pub use input::{InputKind, read_input, read_input_text};

@@ -82,7 +82,7 @@ fn run_for(fault: Fault, protocol: Protocol, iterations: usize) -> mw_runtime::R
         panic_at: None,
     };
     let config = RunConfig {
-        faults: mw_runtime::config::FaultConfig {
+        faults: mw_runtime::FaultConfig {
             // Long enough never to strike by mistake on a loaded machine.
             liveness: Duration::from_secs(30),
             ..Default::default()
