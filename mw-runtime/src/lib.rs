@@ -74,7 +74,7 @@ mod input;
 mod interrupt;
 mod launch;
 mod layout;
-pub mod load;
+mod load;
 mod measure;
 pub mod metrics;
 pub mod model;
@@ -102,7 +102,7 @@ pub use config::{
 pub use error::{Error, ErrorKind, Result, ValueError, exit_status};
 pub use fault::exit_worker;
 pub use input::{InputKind, read_input, read_input_text};
-pub use load::LoadPattern;
+pub use load::{LoadPattern, LoadStep, LoadedWorkers};
 pub use metrics::{Decision, RunMetrics};
 pub use mw_macros::{Message, master, worker};
 pub use output::write_output;
