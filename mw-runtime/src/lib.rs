@@ -59,6 +59,10 @@
 #[allow(unused_extern_crates)]
 extern crate self as mw_runtime;
 
+// Public modules are the ones a program browses as a unit (the codec, the metrics records, the
+// model's formulas, the policies, the random numbers, the tuning, the prelude, and `agree`, which
+// explains the bounds on `run`); every other module is private, and what programs use of it is
+// named once, at the root below.
 #[doc(hidden)]
 pub mod __private;
 pub mod agree;
