@@ -394,7 +394,7 @@ impl Picky {
 fn a_do_work_that_returns_errors_has_its_tasks_retried_then_skipped() {
     let args = RunArgs {
         task_retries: Some(1),
-        on_task_failure: Some(mw::config::OnTaskFailure::Skip),
+        on_task_failure: Some(mw::OnTaskFailure::Skip),
         ..local(2)
     };
     mw::run_with(&args, Tally::default, Picky::default).expect("all but task 7 recovered");

@@ -5,8 +5,8 @@ use std::fmt;
 use crate::codec::Message;
 use crate::policy::{Policy, PolicyChoice};
 use crate::protocol::Protocol;
-use crate::tunables::TunablesHandle;
 use crate::tuning::Tunlet;
+use crate::tuning::tunables::TunablesHandle;
 
 /// The master's hooks: cut each iteration's work into tasks and put the results together.
 ///

@@ -59,23 +59,27 @@
 #[allow(unused_extern_crates)]
 extern crate self as mw_runtime;
 
+// Public modules are the ones a program browses as a unit (the codec, the metrics records, the
+// model's formulas, the policies, the random numbers, the tuning, the prelude, and `agree`, which
+// explains the bounds on `run`); every other module is private, and what programs use of it is
+// named once, at the root below.
 #[doc(hidden)]
 pub mod __private;
 pub mod agree;
-pub mod app;
+mod app;
 mod args;
 mod clock;
 pub mod codec;
-pub mod config;
+mod config;
 mod engine;
 mod error;
-pub mod fault;
+mod fault;
 mod input;
 mod interrupt;
 mod launch;
 mod layout;
-pub mod load;
-pub mod measure;
+mod load;
+mod measure;
 pub mod metrics;
 pub mod model;
 mod output;
@@ -96,11 +100,13 @@ pub use app::{Flow, Iteration, Master, Setup, TaskError, TaskId, Work, Worker, W
 pub use args::parse_args;
 pub use codec::{DecodeError, Message};
 pub use config::{
-    BackendChoice, EmulatedLink, Objective, RunArgs, RunConfig, TuneMode, TuningConfig,
+    BackendChoice, ConfigFile, EmulatedLink, FaultConfig, LinkPreset, OnTaskFailure, RunArgs,
+    RunConfig, RunSection,
 };
 pub use error::{Error, ErrorKind, Result, ValueError, exit_status};
+pub use fault::exit_worker;
 pub use input::{InputKind, read_input, read_input_text};
-pub use load::LoadPattern;
+pub use load::{LoadPattern, LoadStep, LoadedWorkers};
 pub use metrics::{Decision, RunMetrics};
 pub use mw_macros::{Message, master, worker};
 pub use output::write_output;
@@ -108,11 +114,10 @@ pub use policy::{PolicyChoice, PolicyName};
 pub use protocol::Protocol;
 pub use run::{Report, check_output, run, run_config, run_with};
 pub use signal::Signal;
+pub use stats::{Moments, TaskStats};
 pub use status::report_exit_status;
-pub use tunables::{Change, TakesEffect, Tunable, TunableId, Tunables, TunablesHandle};
-// `tuning/` owns the tunables and the control endpoint; their paths from the root stay.
-pub use tuning::simulate;
-pub use tuning::{control, tunables};
+pub use tuning::config::{Objective, TuneMode, TuningConfig};
+pub use tuning::tunables::{Change, TakesEffect, Tunable, TunableId, Tunables, TunablesHandle};
 
 /// The rsmpi crate, for programs that initialize MPI themselves: when MPI is already initialized,
 /// runs use it and leave finalizing to the program, so one process can run several times.
@@ -121,9 +126,11 @@ pub use mpi;
 
 /// What a Master/Worker program needs in scope.
 pub mod prelude {
-    pub use crate::app::{Flow, Iteration, Master, Setup, TaskId, Work, Worker, WorkerSetup};
+    #[doc(no_inline)]
+    pub use crate::{Flow, Iteration, Master, Setup, TaskId, Work, Worker, WorkerSetup};
     // The trait and its derive.
+    #[doc(no_inline)]
     pub use crate::Message;
-    pub use crate::config::{BackendChoice, RunArgs};
-    pub use crate::protocol::Protocol;
+    #[doc(no_inline)]
+    pub use crate::{BackendChoice, Protocol, RunArgs};
 }

@@ -12,48 +12,6 @@
 //! no spare cores, which is what lets a 2-core machine reproduce a cluster experiment. It is
 //! applied on the worker (any backend), from the pattern every process parses from the same
 //! command line and the iteration index that travels with the iteration's shared part.
-//!
-//! # Patterns
-//! ```text
-//! PATTERN  = "none"
-//!          | "variable"   [ ":" PERIOD [ ":" PERCENT ] ]      defaults: 8, 75
-//!          | "increasing" [ ":" PERIOD [ ":" PERCENT ] ]      defaults: 8, 75
-//!          | STEP { "," STEP }
-//! STEP     = ITERATION ":" WORKERS ":" PERCENT
-//! WORKERS  = "*" | N | N "-" M                                 (inclusive; N ≤ M)
-//! PERCENT  = a decimal number in [0, 100), an optional "%" after it
-//! ```
-//! - `none`: no load (the default).
-//! - `variable`: PERCENT load on the even-numbered workers (0, 2, 4, …: half the pool, rounded
-//!   up) during iterations `PERIOD..2·PERIOD`, `3·PERIOD..4·PERIOD`, …: switched on at iteration
-//!   8, off at 16, on at 24, … by default. The runtime activates the lowest-numbered workers
-//!   first, so half of the workers taking part are loaded whatever `nworkers` is.
-//! - `increasing`: one more loaded worker every PERIOD iterations: worker `w` carries PERCENT
-//!   load from iteration `PERIOD·(w+1)` on (worker 0 from 8, workers 0–1 from 16, … by default).
-//! - steps: each `ITERATION:WORKERS:PERCENT` sets the load of those workers from that iteration
-//!   on, until a later step changes it; workers no step names carry none. Steps apply in
-//!   iteration order, and in written order within one iteration. `0:0-3:75,8:0-3:0` is 75 % on
-//!   workers 0 to 3 during iterations 0–7, and no load from iteration 8.
-//!
-//! # Examples
-//! ```
-//! use mw_runtime::LoadPattern;
-//!
-//! let load: LoadPattern = "0:0-3:75,8:0-3:0".parse()?;
-//! assert_eq!(load.percent(2, 7), 75.0);
-//! assert_eq!(load.percent(2, 8), 0.0);
-//! assert_eq!(load.percent(4, 0), 0.0);
-//!
-//! let variable: LoadPattern = "variable".parse()?;
-//! assert_eq!(variable.percent(0, 7), 0.0);
-//! assert_eq!(variable.percent(0, 8), 75.0);
-//! assert_eq!(variable.percent(1, 8), 0.0);
-//! assert_eq!(variable.stretch(0, 8), 4.0);
-//!
-//! let error = "variable:0".parse::<LoadPattern>().unwrap_err();
-//! assert!(error.to_string().contains("help:"));
-//! # Ok::<(), mw_runtime::ValueError>(())
-//! ```
 
 use std::fmt;
 use std::str::FromStr;
@@ -64,11 +22,54 @@ use serde::{Deserialize, Serialize};
 use crate::error::ValueError;
 
 /// Iterations per phase of `variable` and `increasing` when the pattern does not say.
-pub const DEFAULT_PERIOD: usize = 8;
+pub(crate) const DEFAULT_PERIOD: usize = 8;
 /// Load of `variable` and `increasing` when the pattern does not say, in %.
-pub const DEFAULT_PERCENT: f64 = 75.0;
+pub(crate) const DEFAULT_PERCENT: f64 = 75.0;
 
-/// Which workers carry emulated external load, in which iterations (see the module docs).
+/// Which workers carry emulated external load, in which iterations (`--load PATTERN`,
+/// `[run] load = "..."`).
+///
+/// # Patterns
+/// ```text
+/// PATTERN  = "none"
+///          | "variable"   [ ":" PERIOD [ ":" PERCENT ] ]      defaults: 8, 75
+///          | "increasing" [ ":" PERIOD [ ":" PERCENT ] ]      defaults: 8, 75
+///          | STEP { "," STEP }
+/// STEP     = ITERATION ":" WORKERS ":" PERCENT
+/// WORKERS  = "*" | N | N "-" M                                 (inclusive; N ≤ M)
+/// PERCENT  = a decimal number in [0, 100), an optional "%" after it
+/// ```
+/// - `none`: no load (the default).
+/// - `variable`: PERCENT load on the even-numbered workers (0, 2, 4, …: half the pool, rounded
+///   up) during iterations `PERIOD..2·PERIOD`, `3·PERIOD..4·PERIOD`, …: switched on at iteration
+///   8, off at 16, on at 24, … by default. The runtime activates the lowest-numbered workers
+///   first, so half of the workers taking part are loaded whatever `nworkers` is.
+/// - `increasing`: one more loaded worker every PERIOD iterations: worker `w` carries PERCENT
+///   load from iteration `PERIOD·(w+1)` on (worker 0 from 8, workers 0–1 from 16, … by default).
+/// - steps: each `ITERATION:WORKERS:PERCENT` sets the load of those workers from that iteration
+///   on, until a later step changes it; workers no step names carry none. Steps apply in
+///   iteration order, and in written order within one iteration. `0:0-3:75,8:0-3:0` is 75 % on
+///   workers 0 to 3 during iterations 0–7, and no load from iteration 8.
+///
+/// # Examples
+/// ```
+/// use mw_runtime::LoadPattern;
+///
+/// let load: LoadPattern = "0:0-3:75,8:0-3:0".parse()?;
+/// assert_eq!(load.percent(2, 7), 75.0);
+/// assert_eq!(load.percent(2, 8), 0.0);
+/// assert_eq!(load.percent(4, 0), 0.0);
+///
+/// let variable: LoadPattern = "variable".parse()?;
+/// assert_eq!(variable.percent(0, 7), 0.0);
+/// assert_eq!(variable.percent(0, 8), 75.0);
+/// assert_eq!(variable.percent(1, 8), 0.0);
+/// assert_eq!(variable.stretch(0, 8), 4.0);
+///
+/// let error = "variable:0".parse::<LoadPattern>().unwrap_err();
+/// assert!(error.to_string().contains("help:"));
+/// # Ok::<(), mw_runtime::ValueError>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(try_from = "String", into = "String")]
 pub enum LoadPattern {
@@ -88,25 +89,25 @@ pub enum LoadPattern {
 #[derive(Debug, Clone, PartialEq)]
 pub struct LoadStep {
     pub iteration: usize,
-    pub workers: Workers,
+    pub workers: LoadedWorkers,
     pub percent: f64,
 }
 
 /// The workers a step names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Workers {
+pub enum LoadedWorkers {
     /// `*`: every worker.
     All,
     /// `N-M` (or `N`, when `first == last`): workers `first..=last`.
     Range { first: usize, last: usize },
 }
 
-impl Workers {
+impl LoadedWorkers {
     /// Whether `worker` is one of them.
     pub fn contains(self, worker: usize) -> bool {
         match self {
-            Workers::All => true,
-            Workers::Range { first, last } => (first..=last).contains(&worker),
+            LoadedWorkers::All => true,
+            LoadedWorkers::Range { first, last } => (first..=last).contains(&worker),
         }
     }
 }
@@ -149,7 +150,7 @@ impl LoadPattern {
             return Ok(());
         };
         let beyond = steps.iter().find_map(|step| match step.workers {
-            Workers::Range { last, .. } if last >= pool => Some((step, last)),
+            LoadedWorkers::Range { last, .. } if last >= pool => Some((step, last)),
             _ => None,
         });
         let Some((step, last)) = beyond else {
@@ -293,7 +294,7 @@ fn parse_step(step: &str) -> Result<LoadStep, ValueError> {
         })
     };
     let workers = match workers.split_once('-') {
-        _ if workers == "*" => Workers::All,
+        _ if workers == "*" => LoadedWorkers::All,
         Some((first, last)) => {
             let (first, last) = (number(first)?, number(last)?);
             if first > last {
@@ -302,11 +303,11 @@ fn parse_step(step: &str) -> Result<LoadStep, ValueError> {
                     format!("write the lower number first: `{last}-{first}`"),
                 ));
             }
-            Workers::Range { first, last }
+            LoadedWorkers::Range { first, last }
         }
         None => {
             let worker = number(workers)?;
-            Workers::Range {
+            LoadedWorkers::Range {
                 first: worker,
                 last: worker,
             }
@@ -337,9 +338,11 @@ impl fmt::Display for LoadPattern {
                     }
                     write!(f, "{}:", step.iteration)?;
                     match step.workers {
-                        Workers::All => f.write_str("*")?,
-                        Workers::Range { first, last } if first == last => write!(f, "{first}")?,
-                        Workers::Range { first, last } => write!(f, "{first}-{last}")?,
+                        LoadedWorkers::All => f.write_str("*")?,
+                        LoadedWorkers::Range { first, last } if first == last => {
+                            write!(f, "{first}")?
+                        }
+                        LoadedWorkers::Range { first, last } => write!(f, "{first}-{last}")?,
                     }
                     write!(f, ":{}", step.percent)?;
                 }

@@ -27,32 +27,31 @@ use std::time::Duration;
 
 use crate::clock::Instant;
 
-/// Task times as every layer keeps them; here for the paths programs use
-/// (`mw_runtime::measure::TaskStats`).
-pub use crate::stats::{Moments, TaskStats};
+/// Task times as every layer keeps them.
+pub(crate) use crate::stats::{Moments, TaskStats};
 
 /// One chunk's trip: the bytes it moved (the chunk, its answer and, for a worker's first chunk
 /// of an iteration, the shared part before it) and the time that was not processing —
 /// `master receive − master send entry − worker processing time` (Morajko et al. 2005).
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Transfer {
-    pub bytes: f64,
-    pub ms: f64,
+pub(crate) struct Transfer {
+    pub(crate) bytes: f64,
+    pub(crate) ms: f64,
     /// Its first and last message to the worker (the shared part and the chunk, or the chunk
     /// twice) in the iteration's [`SentMessage`] log, when logged: on the master's one link they wait
     /// for the messages sent before them.
-    pub out: Option<(usize, usize)>,
+    pub(crate) out: Option<(usize, usize)>,
     /// Its answer's bytes and the worker's processing time before sending it, in ms, when
     /// logged: answers from several workers queue on the master's link back.
-    pub back: Option<(f64, f64)>,
+    pub(crate) back: Option<(f64, f64)>,
 }
 
 /// A message the master sent, in the order it sent them: when (ms from the iteration's
 /// start) and how many bytes.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct SentMessage {
-    pub at_ms: f64,
-    pub bytes: f64,
+pub(crate) struct SentMessage {
+    pub(crate) at_ms: f64,
+    pub(crate) bytes: f64,
 }
 
 /// A worker's answer to a chunk, as the master received it.

@@ -212,6 +212,7 @@ pub struct Decision {
 
 /// A chunk whose `do_work` panicked.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[non_exhaustive]
 pub struct Failure {
     pub iteration: usize,
     pub worker: usize,

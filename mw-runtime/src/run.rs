@@ -23,6 +23,7 @@ use std::sync::Arc;
 
 /// What a finished run leaves: the metrics on the master, nothing on an MPI worker rank.
 #[derive(Debug)]
+#[non_exhaustive]
 pub struct Report {
     metrics: Option<RunMetrics>,
 }

@@ -3,6 +3,7 @@
 
 /// A signal that stops a run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Signal {
     Int,
     Term,

@@ -11,10 +11,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use mw_runtime::control::{
+use mw_runtime::prelude::*;
+use mw_runtime::tuning::control::{
     AUTH_TIMEOUT, ControlAddr, ControlStream, MAX_CONNECTIONS, MAX_LINE, MAX_UNAUTHENTICATED, Reply,
 };
-use mw_runtime::prelude::*;
 use mw_runtime::{RunConfig, RunMetrics, TuningConfig};
 
 /// Iterations of four 1 ms tasks until told to stop.

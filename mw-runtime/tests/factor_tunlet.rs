@@ -3,7 +3,7 @@
 //! is public on `TunerView`.
 #![allow(clippy::unwrap_used)]
 
-use mw_runtime::simulate::simulate;
+use mw_runtime::tuning::simulate::simulate;
 use mw_runtime::tuning::{Proposal, TunerView, TunerViewBuilder, Tunlet};
 use mw_runtime::{Change, PolicyChoice, PolicyName, Tunable, TunableId};
 

@@ -55,7 +55,7 @@ impl Worker for Faulty {
                 Fault::Hang => loop {
                     std::thread::sleep(Duration::from_secs(3600));
                 },
-                Fault::Exit => mw_runtime::fault::exit_worker(),
+                Fault::Exit => mw_runtime::exit_worker(),
                 Fault::Error => return Err("a task fails once".into()),
                 Fault::LatePanic => {
                     if !LATE_PANIC_STRUCK.swap(true, std::sync::atomic::Ordering::SeqCst) {
@@ -82,7 +82,7 @@ fn run_for(fault: Fault, protocol: Protocol, iterations: usize) -> mw_runtime::R
         panic_at: None,
     };
     let config = RunConfig {
-        faults: mw_runtime::config::FaultConfig {
+        faults: mw_runtime::FaultConfig {
             // Long enough never to strike by mistake on a loaded machine.
             liveness: Duration::from_secs(30),
             ..Default::default()

@@ -187,7 +187,7 @@ fn link_flags_parse_and_refuse_bad_values() {
             .to_string();
         assert!(err.contains(bad[0]) && err.contains("\nhelp: "), "{err}");
     }
-    let file = mw_runtime::config::ConfigFile::parse("[run]\nlink_bandwidth = -3\n").unwrap();
+    let file = mw_runtime::ConfigFile::parse("[run]\nlink_bandwidth = -3\n").unwrap();
     let err = RunConfig::merge_file(&file, &RunArgs::default())
         .unwrap_err()
         .to_string();

@@ -4,7 +4,7 @@
 #![allow(clippy::unwrap_used)]
 
 use clap::Parser;
-use mw_runtime::config::ConfigFile;
+use mw_runtime::ConfigFile;
 use mw_runtime::policy::{Ask, Plan, Policy};
 use mw_runtime::prelude::*;
 use mw_runtime::{ErrorKind, RunConfig, TuningConfig};

@@ -6,8 +6,8 @@ use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::time::Duration;
 
-use mw_runtime::control::{ControlAddr, Reply};
 use mw_runtime::prelude::*;
+use mw_runtime::tuning::control::{ControlAddr, Reply};
 use mw_runtime::{PolicyName, RunConfig, RunMetrics, TuneMode, TuningConfig};
 
 /// `tasks` tasks of `task_us` each per iteration; `partition` itself takes `serial_us` (master
@@ -157,7 +157,7 @@ fn tune_off_keeps_the_settings() {
 }
 
 /// Connects once the endpoint is up (the run opens it when it starts).
-fn connect(addr: &ControlAddr) -> mw_runtime::control::ControlStream {
+fn connect(addr: &ControlAddr) -> mw_runtime::tuning::control::ControlStream {
     for _ in 0..500 {
         if let Ok(stream) = addr.connect() {
             return stream;

@@ -6,8 +6,8 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use mw_runtime::control::{ControlAddr, ControlStream, Reply};
 use mw_runtime::prelude::*;
+use mw_runtime::tuning::control::{ControlAddr, ControlStream, Reply};
 use mw_runtime::tuning::{Proposal, TunerView, Tunlet};
 use mw_runtime::{
     PolicyName, RunConfig, RunMetrics, TunableId, TunablesHandle, TuneMode, TuningConfig,

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use clap::{Args, Subcommand};
 use mw_runtime::ValueError;
-use mw_runtime::control::{ControlAddr, ControlStream, Reply};
+use mw_runtime::tuning::control::{ControlAddr, ControlStream, Reply};
 
 use crate::CliError;
 

@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use assert_cmd::Command;
 use assert_cmd::cargo::cargo_bin_cmd;
-use mw_runtime::control::ControlAddr;
 use mw_runtime::prelude::*;
+use mw_runtime::tuning::control::ControlAddr;
 use mw_runtime::{RunConfig, RunMetrics, TuningConfig};
 
 /// Iterations of a few sleeping tasks, until two have run with `nworkers` = 2.

@@ -183,7 +183,7 @@ fn as_in_the_example(template: &str, project: &str, name: &str, bytes: &[u8]) ->
 /// parse and are formatted as rustfmt would (when rustfmt is installed).
 fn well_formed(project: &Path, files: &BTreeMap<String, Vec<u8>>, runtime: &str) {
     let mw_toml = String::from_utf8_lossy(&files["Mw.toml"]);
-    mw_runtime::config::ConfigFile::parse(&mw_toml).unwrap();
+    mw_runtime::ConfigFile::parse(&mw_toml).unwrap();
     // The keys it shows commented out are real, with values the runtime accepts.
     let uncommented: Vec<&str> = mw_toml
         .lines()
@@ -200,7 +200,7 @@ fn well_formed(project: &Path, files: &BTreeMap<String, Vec<u8>>, runtime: &str)
         commented >= 10,
         "Mw.toml shows {commented} commented settings"
     );
-    let all = mw_runtime::config::ConfigFile::parse(&uncommented.join("\n"))
+    let all = mw_runtime::ConfigFile::parse(&uncommented.join("\n"))
         .unwrap_or_else(|e| panic!("Mw.toml with its commented settings on: {e}"));
     mw_runtime::RunConfig::merge_file(&all, &mw_runtime::RunArgs::default())
         .unwrap_or_else(|e| panic!("Mw.toml with its commented settings on: {e}"));

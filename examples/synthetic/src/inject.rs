@@ -109,7 +109,7 @@ pub fn act(kind: Kind, worker: usize, iteration: u64) -> String {
         Kind::Hang => loop {
             std::thread::sleep(Duration::from_secs(3600));
         },
-        Kind::Exit => mw::fault::exit_worker(),
+        Kind::Exit => mw::exit_worker(),
         Kind::Error | Kind::MasterPanic => {
             format!("injected: worker {worker} fails a task in iteration {iteration}")
         }

@@ -9,7 +9,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use mw::control::ControlAddr;
+use mw::tuning::control::ControlAddr;
 
 /// Starts a run far too long to end by itself, with every output the signal must leave right.
 fn start(dir: &Path) -> Child {

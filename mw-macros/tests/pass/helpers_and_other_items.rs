@@ -14,7 +14,7 @@ impl Fire {
         Fire { left: Self::START }
     }
 
-    fn partition(&mut self, _iteration: &mw::app::Iteration) -> mw::Work<(), u32> {
+    fn partition(&mut self, _iteration: &mw::Iteration) -> mw::Work<(), u32> {
         self.left = self.left.saturating_sub(1);
         Work::tasks(self.tasks())
     }

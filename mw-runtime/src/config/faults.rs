@@ -10,6 +10,7 @@ use crate::error::{Error, Result};
 /// What happens to a task that failed on every attempt.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, ValueEnum)]
 #[serde(rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum OnTaskFailure {
     /// The run ends with an error naming the task and every attempt's error.
     #[default]
@@ -32,8 +33,8 @@ pub struct FaultConfig {
     pub task_retries: u32,
     /// What a task that failed every attempt does to the run.
     pub on_task_failure: OnTaskFailure,
-    /// A chunk out for more than this many times its expected time (plus
-    /// [`BACKUP_MARGIN`]) is copied to an idle worker, and the first answer wins; 0: never.
+    /// A chunk out for more than this many times its expected time (plus 20 ms of timer and
+    /// scheduling noise) is copied to an idle worker, and the first answer wins; 0: never.
     pub backup_after: f64,
     /// A worker that holds chunks and has said nothing for this long is declared lost: its
     /// chunks are run elsewhere and it is never waited for again.
@@ -41,10 +42,10 @@ pub struct FaultConfig {
 }
 
 /// Added to a chunk's expected time before it counts as overdue: timer and scheduling noise.
-pub const BACKUP_MARGIN: Duration = Duration::from_millis(20);
+pub(crate) const BACKUP_MARGIN: Duration = Duration::from_millis(20);
 
 /// Attempts beyond the first at most (a task that fails 100 times will fail again).
-pub const MAX_TASK_RETRIES: u32 = 100;
+pub(crate) const MAX_TASK_RETRIES: u32 = 100;
 
 impl Default for FaultConfig {
     fn default() -> Self {

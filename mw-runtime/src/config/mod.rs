@@ -8,23 +8,25 @@ use std::path::{Path, PathBuf};
 use clap::{Args, ValueEnum};
 use serde::{Deserialize, Serialize};
 
-use crate::control::ControlAddr;
 use crate::error::ValueError;
 use crate::error::{Error, ErrorKind, Result};
 use crate::input::{InputKind, read_input_text};
 use crate::load::LoadPattern;
 use crate::policy::{PolicyChoice, PolicyName};
-use crate::tunables::{Tunables, check_factor};
+use crate::tuning::control::ControlAddr;
+use crate::tuning::tunables::{Tunables, check_factor};
 
 mod faults;
 
-pub use crate::protocol::Protocol;
-pub use crate::tuning::config::{Objective, TuneMode, TuningConfig, TuningSection};
-pub use faults::{BACKUP_MARGIN, FaultConfig, MAX_TASK_RETRIES, OnTaskFailure};
+pub(crate) use crate::protocol::Protocol;
+pub(crate) use crate::tuning::config::{Objective, TuneMode, TuningConfig, TuningSection};
+pub(crate) use faults::BACKUP_MARGIN;
+pub use faults::{FaultConfig, OnTaskFailure};
 
 /// Which communication backend runs the program.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, ValueEnum)]
 #[serde(rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum BackendChoice {
     /// MPI when started by `mpirun` or `srun` with 2 or more processes, threads otherwise.
     #[default]
@@ -171,18 +173,18 @@ fn is_negative(text: &str) -> bool {
 
 /// The most chunks a worker may hold beyond the one it processes: one hides the round trip;
 /// a few more ride out a master that is briefly busy elsewhere.
-pub const MAX_PREFETCH: usize = 8;
+pub(crate) const MAX_PREFETCH: usize = 8;
 
 /// The most workers a run may ask for: far past any speed-up on one machine, and far below
 /// what exhausts its threads or memory (100,000 threads abort the process).
-pub const MAX_WORKERS: usize = 4096;
+pub(crate) const MAX_WORKERS: usize = 4096;
 
 /// The largest smallest chunk: a billion tasks is past any iteration a chunk could split, and
 /// keeps `workers × min_chunk` far from overflowing.
-pub const MAX_MIN_CHUNK: usize = 1_000_000_000;
+pub(crate) const MAX_MIN_CHUNK: usize = 1_000_000_000;
 
 /// The most events a trace may keep: about 11 GB of memory and of file at 110 bytes an event.
-pub const MAX_TRACE_LIMIT: usize = 100_000_000;
+pub(crate) const MAX_TRACE_LIMIT: usize = 100_000_000;
 
 /// Events a trace keeps by default (`--trace-limit`).
 const DEFAULT_TRACE_LIMIT: usize = 1_000_000;
@@ -372,6 +374,7 @@ pub struct EmulatedLink {
 /// Common networks for `--link`, with a typical one-way latency and the bandwidth each way.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ValueEnum)]
 #[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
 pub enum LinkPreset {
     /// 100 Mbit/s switched Ethernet, 0.1 ms: the clusters of the POETRIES and Cesar et al. papers.
     FastEthernet,
@@ -716,9 +719,9 @@ impl RunConfig {
 
     /// Threads to start on the local backend: `max_workers` when given. Otherwise, when the
     /// tuner may change `nworkers`, room to grow: the larger of the starting workers and
-    /// `[tuning] max_workers`, else of the starting workers and [`default_tuned_pool`] — parked
-    /// threads block on a channel and cost no CPU, only a stack and what `Worker::initialize`
-    /// allocates. Without workers tuning, `workers`, else one per core.
+    /// `[tuning] max_workers`, else of the starting workers and four threads per core (16 to
+    /// 256) — parked threads block on a channel and cost no CPU, only a stack and what
+    /// `Worker::initialize` allocates. Without workers tuning, `workers`, else one per core.
     pub fn local_pool(&self) -> usize {
         if let Some(max) = self.max_workers {
             return max;
@@ -765,7 +768,7 @@ fn cores() -> usize {
 /// The local pool when `nworkers` is tuned and no bound was given: four threads per core, at
 /// least 16 and at most 256 — enough for workloads that wait more than they compute (the
 /// papers' workers are other machines) to find their best worker count.
-pub fn default_tuned_pool() -> usize {
+pub(crate) fn default_tuned_pool() -> usize {
     (4 * cores()).clamp(16, 256)
 }
 

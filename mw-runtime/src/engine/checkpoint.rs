@@ -14,7 +14,7 @@ use crate::error::{Error, Result};
 use crate::input::{InputKind, read_input};
 use crate::measure::{Moments, TaskStats};
 use crate::policy::PolicyChoice;
-use crate::tunables::Tunables;
+use crate::tuning::tunables::Tunables;
 
 /// Opens every checkpoint file; a file without it is not one.
 const MAGIC: u64 = u64::from_le_bytes(*b"mwgen-ck");

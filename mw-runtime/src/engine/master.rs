@@ -12,7 +12,6 @@ use crate::clock::{self, Instant};
 use crate::app::{Flow, Iteration, Master, Setup, TaskId};
 use crate::codec::Message;
 use crate::config::RunConfig;
-use crate::control::{ControlServer, Status};
 use crate::error::{Error, ErrorKind, Result};
 use crate::measure::{Answer, Facts, Probe, TaskStats};
 use crate::metrics::{Failure, IterationMetrics, Measured, RunMetrics};
@@ -20,7 +19,8 @@ use crate::policy::{self, Ask, ChunkDone, Plan, Policy, PolicyChoice};
 use crate::progress::Progress;
 use crate::trace::{MasterWork, Trace};
 use crate::transport::{Chunk, Done, Failed, FromWorker, MasterLink, SentChunk, ToWorker};
-use crate::tunables::TunablesHandle;
+use crate::tuning::control::{ControlServer, Status};
+use crate::tuning::tunables::TunablesHandle;
 use crate::tuning::{Span, Tuner};
 
 mod faults;
@@ -876,7 +876,7 @@ where
     }
 
     /// Says on stderr what changed and why, unless the run is `--quiet`.
-    fn announce(&self, d: &crate::tunables::Decision) {
+    fn announce(&self, d: &crate::tuning::tunables::Decision) {
         if !self.config.quiet {
             eprint!("{}", crate::summary::announcement(d, self.config.verbose));
         }

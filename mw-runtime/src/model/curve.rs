@@ -27,6 +27,7 @@ pub struct Point {
 
 /// The model over a range of consecutive worker counts, ascending; never empty.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct Curve {
     points: Vec<Point>,
 }

@@ -4,6 +4,7 @@ use serde::{Deserialize, Serialize};
 
 /// A line `transfer_ms = mo + k·bytes` fitted to observed transfers.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct Fit {
     /// Per-message start-up time, in ms (≥ 0).
     pub mo_ms: f64,

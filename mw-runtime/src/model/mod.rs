@@ -54,7 +54,7 @@ mod tests;
 
 use serde::{Deserialize, Serialize};
 
-pub use crate::protocol::Protocol;
+pub(crate) use crate::protocol::Protocol;
 pub use curve::{Curve, MAX_SWEEP_POINTS, Point, sweep};
 pub use error::ModelError;
 pub(crate) use fit::Link;
@@ -122,6 +122,7 @@ impl Params {
 /// start and `k·αV/n` to move, and the larger of the two dominates (Cesar et al. 2006).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum Regime {
     /// Async, `mo ≥ k·(bytes of one message)`: start-up times add up, transfers overlap
     /// (expression (7); broadcast: POETRIES' (6)).

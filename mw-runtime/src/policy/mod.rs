@@ -16,7 +16,7 @@
 //! does:
 //!
 //! ```
-//! use mw_runtime::measure::TaskStats;
+//! use mw_runtime::TaskStats;
 //! use mw_runtime::policy::{Ask, Plan, Policy};
 //!
 //! #[derive(Debug)]

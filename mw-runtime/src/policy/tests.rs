@@ -321,7 +321,7 @@ fn a_policy_out_of_bounds_is_named() {
 
 #[test]
 fn auto_cannot_be_set_while_running_but_every_other_policy_can() {
-    use crate::tunables::Change;
+    use crate::tuning::tunables::Change;
     let e = Change::parse("policy", "auto")
         .unwrap()
         .validate(4)

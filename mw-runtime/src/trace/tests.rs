@@ -12,7 +12,7 @@ use super::{MasterWork, Recorder, SentChunk, Trace};
 use crate::measure::Moments;
 use crate::metrics::{IterationMetrics, RunMetrics};
 use crate::transport::{Done, Failed, FromWorker};
-use crate::tunables::Decision;
+use crate::tuning::tunables::Decision;
 
 fn iteration(index: usize, workers: usize, predicted_ms: Option<f64>) -> IterationMetrics {
     IterationMetrics {

@@ -15,6 +15,7 @@ use crate::error::{Error, Result};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, ValueEnum)]
 #[serde(rename_all = "lowercase")]
 #[value(rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum TuneMode {
     /// Tune `factor` and `nworkers`.
     #[default]
@@ -56,6 +57,7 @@ impl fmt::Display for TuneMode {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ValueEnum)]
 #[serde(rename_all = "lowercase")]
 #[value(rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum Objective {
     /// The performance index `Pi(n) = n·Tt(n)²/Tc`: the best time per resource.
     Index,

@@ -7,7 +7,7 @@ use std::collections::VecDeque;
 
 use super::Span;
 use crate::policy::PolicyChoice;
-use crate::tunables::{Change, Tunable, TunableId, TunableValue};
+use crate::tuning::tunables::{Change, Tunable, TunableId, TunableValue};
 
 /// Relative gain below which no proposal is acted on, however quiet the measurements.
 pub(crate) const MIN_GAIN: f64 = 0.03;

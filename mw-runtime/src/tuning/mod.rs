@@ -2,7 +2,7 @@
 //! (the papers' MATE analyzer) and the external control endpoint ([`control`]).
 //!
 //! At every iteration boundary the engine hands the tuner the iteration's `Observation`
-//! (measure points, see [`crate::measure`]). The tuner folds it into a smoothed `Estimate` of
+//! (the measure points of `measure.rs`). The tuner folds it into a smoothed `Estimate` of
 //! the model's inputs, judges the change it made last (kept or rolled back), and asks its
 //! tunlets for proposals: `factor` simulates the next iteration for candidate factors,
 //! `workers` evaluates the performance model over the range of worker counts, and with
@@ -40,7 +40,7 @@ use std::fmt;
 use crate::measure::{Moments, Observation, TaskStats};
 use crate::policy::Registry;
 use crate::protocol::Protocol;
-use crate::tunables::{
+use crate::tuning::tunables::{
     Applied, Change, Source, TakesEffect, Tunable, Tunables, TunablesHandle, Why,
 };
 use config::{Objective, TuningConfig};

@@ -1,5 +1,5 @@
 //! Event simulation of Master/Worker iterations (Morajko et al. 2005), public as
-//! [`mw_runtime::simulate`](crate::simulate): the factor and policy tunlets compare candidates
+//! [`mw_runtime::tuning::simulate`](crate::tuning::simulate): the factor and policy tunlets compare candidates
 //! with it, and `mwgen predict` grows a pilot run to a whole run with it.
 //!
 //! The policy cuts chunks exactly as the engine would, each goes to the next free worker; a
@@ -16,7 +16,7 @@
 //! [`simulate_run`]).
 //!
 //! ```
-//! use mw_runtime::simulate::{SimWorker, Spec, simulate, task_stats};
+//! use mw_runtime::tuning::simulate::{SimWorker, Spec, simulate, task_stats};
 //! use mw_runtime::{PolicyName, Protocol};
 //!
 //! let workers = vec![SimWorker { mean_ms: 2.0, sd_ms: 0.0 }; 4];
@@ -93,6 +93,7 @@ pub struct Spec<'a> {
 
 /// A simulated iteration, or the sum of a run's iterations.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
+#[non_exhaustive]
 pub struct Outcome {
     /// Elapsed time, in ms.
     pub time_ms: f64,

@@ -8,7 +8,7 @@ use crate::config::{Objective, Protocol, RunConfig, TuneMode, TuningConfig};
 use crate::measure::{Facts, Moments, Transfer};
 use crate::model::{self, Params};
 use crate::policy::{PolicyChoice, PolicyName};
-use crate::tunables::Decision;
+use crate::tuning::tunables::Decision;
 
 const POOL: usize = 64;
 
@@ -456,7 +456,10 @@ fn external_changes_hold_the_tunable_until_released() {
     h.handle
         .request_why(
             Change::Nworkers(8),
-            crate::tunables::Why::plain(crate::tunables::Source::External, "external"),
+            crate::tuning::tunables::Why::plain(
+                crate::tuning::tunables::Source::External,
+                "external",
+            ),
         )
         .unwrap();
     for _ in 0..6 {
@@ -903,7 +906,7 @@ fn the_policy_tunlet_simulates_the_portfolio() {
     };
     assert_eq!(
         decider.hold(
-            crate::tunables::Tunable::Policy,
+            crate::tuning::tunables::Tunable::Policy,
             decide::Evidence::For(&to(PolicyName::Wf)),
             0
         ),
@@ -911,7 +914,7 @@ fn the_policy_tunlet_simulates_the_portfolio() {
     );
     assert_eq!(
         decider.hold(
-            crate::tunables::Tunable::Policy,
+            crate::tuning::tunables::Tunable::Policy,
             decide::Evidence::For(&to(PolicyName::Af)),
             0
         ),
@@ -919,7 +922,7 @@ fn the_policy_tunlet_simulates_the_portfolio() {
     );
     assert_eq!(
         decider.hold(
-            crate::tunables::Tunable::Policy,
+            crate::tuning::tunables::Tunable::Policy,
             decide::Evidence::For(&to(PolicyName::Af)),
             0
         ),
@@ -945,7 +948,7 @@ fn a_gain_within_the_noise_neither_counts_nor_breaks_a_streak() {
         to: 6.0,
         ..up.clone()
     };
-    let workers = crate::tunables::Tunable::Nworkers;
+    let workers = crate::tuning::tunables::Tunable::Nworkers;
     let mut decider = decide::Decider::default();
     // A loaded phase seen clearly at one look, looks within the noise between, and the next
     // loaded phase: two looks the same way.
@@ -1091,7 +1094,7 @@ fn a_simulation_short_of_the_iterations_still_lets_a_large_gain_through() {
 
 /// Proposes `tile` = 2 while it is 1, with a gain large enough to act on at the first look.
 #[derive(Debug)]
-struct DoubleTile(crate::tunables::TunableId<i64>);
+struct DoubleTile(crate::tuning::tunables::TunableId<i64>);
 
 impl Tunlet for DoubleTile {
     fn tunable(&self) -> Tunable {
@@ -1173,7 +1176,7 @@ fn a_change_that_takes_effect_next_iteration_is_judged_on_that_iteration() {
 
 /// Proposes a factor though it names `tile`.
 #[derive(Debug)]
-struct Astray(crate::tunables::TunableId<i64>);
+struct Astray(crate::tuning::tunables::TunableId<i64>);
 
 impl Tunlet for Astray {
     fn tunable(&self) -> Tunable {
@@ -1186,7 +1189,7 @@ impl Tunlet for Astray {
 
 /// Proposes a tile outside its range.
 #[derive(Debug)]
-struct TooLarge(crate::tunables::TunableId<i64>);
+struct TooLarge(crate::tuning::tunables::TunableId<i64>);
 
 impl Tunlet for TooLarge {
     fn tunable(&self) -> Tunable {

@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
-pub use crate::metrics::Decision;
+pub(crate) use crate::metrics::Decision;
 use crate::policy::{PolicyChoice, PolicyName};
 
 /// The values the runtime tunes while the program runs.
@@ -84,6 +84,7 @@ impl Tunable {
 /// once it has, so a change made inside an iteration is judged on the tasks that follow it only
 /// when those tasks run with the new value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum TakesEffect {
     /// At once: the tasks answered from then on run with it (`nworkers`: workers join or leave
     /// when it changes).

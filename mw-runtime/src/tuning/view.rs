@@ -10,7 +10,7 @@ use super::{Look, factor, workers};
 use crate::measure::{Facts, Moments, Observation, TaskStats};
 use crate::policy::{PolicyChoice, PolicyFactory, PolicyName, Registry};
 use crate::protocol::Protocol;
-use crate::tunables::{TunableId, TunableValue, Tunables, TunablesHandle};
+use crate::tuning::tunables::{TunableId, TunableValue, Tunables, TunablesHandle};
 
 /// What a [`Tunlet`](super::Tunlet) sees: the tuner's estimate of the program, read-only. The
 /// built-in tunlets read nothing else; [`TunerViewBuilder`] makes one for a test.

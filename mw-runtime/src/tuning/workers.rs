@@ -9,7 +9,7 @@ use super::machine::Machine;
 use crate::measure::Observation;
 use crate::model::balance::quality_bound;
 use crate::protocol::Protocol;
-use crate::tunables::Change;
+use crate::tuning::tunables::Change;
 
 /// Imbalance tolerated above the model's bound before the load counts as unbalanced.
 pub(crate) const BALANCE_SLACK: f64 = 0.05;

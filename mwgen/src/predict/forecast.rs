@@ -1,11 +1,11 @@
 //! From a pilot's parameters to a whole run at each worker count asked: the balanced model of
 //! Cesar et al. 2006 (or POETRIES' broadcast model when the shared part dominates) where its
-//! assumptions hold, the runtime's event simulation ([`mw_runtime::simulate`]) elsewhere, plus
+//! assumptions hold, the runtime's event simulation ([`mw_runtime::tuning::simulate`]) elsewhere, plus
 //! the run's fixed costs.
 
 use mw_runtime::model::broadcast::{self, BroadcastParams};
 use mw_runtime::model::{self, Params};
-use mw_runtime::simulate::{SimWorker, Spec, simulate_run, task_stats};
+use mw_runtime::tuning::simulate::{SimWorker, Spec, simulate_run, task_stats};
 use mw_runtime::{LoadPattern, PolicyName, Protocol};
 use serde::Serialize;
 

@@ -3,7 +3,7 @@
 //!
 //! [`pilot`] reduces the pilot's metrics to the parameters it measured; [`forecast()`] predicts
 //! with the model of Cesar et al. 2006 where its assumptions hold and with the runtime's event
-//! simulation ([`mw_runtime::simulate`]) elsewhere; this file holds the flags and the output.
+//! simulation ([`mw_runtime::tuning::simulate`]) elsewhere; this file holds the flags and the output.
 
 use std::io::Write;
 use std::path::PathBuf;

@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use mw_runtime::metrics::{IterationMetrics, RunMetrics};
-use mw_runtime::simulate::SimWorker;
+use mw_runtime::tuning::simulate::SimWorker;
 use mw_runtime::{InputKind, PolicyName, Protocol};
 
 use crate::CliError;

@@ -51,7 +51,7 @@ use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, TrySendError, bounde
 
 use super::token::{self, TokenFile};
 use crate::error::{Error, ErrorKind, Result, ValueError};
-use crate::tunables::{Source, Tunables, TunablesHandle, Why};
+use crate::tuning::tunables::{Source, Tunables, TunablesHandle, Why};
 
 /// How often blocked server threads look whether the run has ended.
 const POLL: Duration = Duration::from_millis(50);
