@@ -425,6 +425,9 @@ impl<T: Message, S: Message, R: Message> MasterLink<T, S, R> for MpiMaster<T, S,
                 let bytes = match &self.shared {
                     Some((cached, bytes)) if Arc::ptr_eq(cached, &part) => Arc::clone(bytes),
                     _ => {
+                        // The last iteration's part and its encoding go first: kept while the
+                        // new one is encoded, the master would hold twice the shared part.
+                        self.shared = None;
                         let iteration = iteration as u64;
                         let mut bytes =
                             Vec::with_capacity(codec::varint_len(iteration) + part.encoded_len());
