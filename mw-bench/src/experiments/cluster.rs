@@ -866,20 +866,10 @@ fn section(measured: &Measured, plan: &Plan) -> Section {
 #[cfg(test)]
 mod tests {
     use mw_runtime::Protocol;
-    use mw_runtime::model::{self, Params};
+    use mw_runtime::model;
 
     use super::*;
-
-    fn params() -> Params {
-        Params {
-            tc_ms: 1600.0,
-            volume_bytes: 4096.0,
-            alpha: 0.5,
-            mo_ms: 1.0,
-            k_ms_per_byte: 0.001,
-            lm_ms: 0.0,
-        }
-    }
+    use crate::experiments::model::tests::params;
 
     /// The model's own times over `counts`, each scaled by `off(n)`; calibrated on even `n`.
     fn sweep_of(counts: &[usize], off: impl Fn(usize) -> f64) -> Sweep {

@@ -861,10 +861,11 @@ fn mpi_text(mpi: &Result<Vec<Sweep>, String>) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
 
-    fn params() -> Params {
+    /// The paper's worked example (Fig. 6), for the tests of this module and of the cluster's.
+    pub(crate) fn params() -> Params {
         Params {
             tc_ms: 1600.0,
             volume_bytes: 4096.0,
