@@ -170,6 +170,63 @@ impl Worker for Echo {
     }
 }
 
+/// Bytes of [`LargeShared`]'s shared part.
+const LARGE_SHARED: usize = 32 << 20;
+
+/// Three iterations of a few tasks, each with a shared part of [`LARGE_SHARED`] bytes whose
+/// first byte is the iteration's index; a worker answers with the byte it found.
+struct LargeShared {
+    iteration: usize,
+}
+
+impl Master for LargeShared {
+    type Task = u32;
+    type Result = u8;
+    type Shared = Vec<u8>;
+
+    fn partition(&mut self, it: &Iteration) -> Work<Vec<u8>, u32> {
+        self.iteration = it.index;
+        if it.index == 3 {
+            return Work::new(Vec::new(), Vec::new());
+        }
+        Work::new(vec![it.index as u8; LARGE_SHARED], (0..4).collect())
+    }
+
+    fn recover(&mut self, _: TaskId, first: u8) {
+        assert_eq!(
+            usize::from(first),
+            self.iteration,
+            "a shared part of another iteration"
+        );
+    }
+}
+
+impl Worker for LargeShared {
+    type Task = u32;
+    type Result = u8;
+    type Shared = Vec<u8>;
+
+    fn do_work(&mut self, shared: &Vec<u8>, _: &u32) -> u8 {
+        assert_eq!(shared.len(), LARGE_SHARED, "a shared part cut short");
+        shared[0]
+    }
+}
+
+/// Starts this process's peak resident memory (`VmHWM`) afresh from what it holds now.
+fn reset_peak_memory() {
+    std::fs::write("/proc/self/clear_refs", "5").expect("Linux resets the peak resident memory");
+}
+
+/// A line of `/proc/self/status` in KiB, e.g. `VmRSS` or `VmHWM`.
+fn memory_kib(field: &str) -> usize {
+    let status = std::fs::read_to_string("/proc/self/status").expect("Linux has /proc");
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix(field)?.strip_prefix(':'))
+        .and_then(|value| value.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or_else(|| panic!("no {field} in /proc/self/status"))
+}
+
 /// Panics in `recover` on the result of task 4 of iteration 1.
 struct Crashing;
 
@@ -355,6 +412,40 @@ fn main() {
                     failed += 1;
                     println!("FAILED large messages/{protocol}/prefetch={prefetch:?}: {e}");
                 }
+            }
+        }
+    }
+
+    // The master holds a shared part of S bytes and its encoding, 2·S, and nothing of the
+    // iteration before: measured as its peak resident memory above what it held at the start.
+    let large = RunConfig {
+        backend: BackendChoice::Mpi,
+        ..config(pool, PolicyName::Fsc, Protocol::Async, 0.5)
+    };
+    if rank == 0 {
+        reset_peak_memory();
+    }
+    let before = memory_kib("VmRSS");
+    let outcome = mw_runtime::run_config(
+        &large,
+        || LargeShared { iteration: 0 },
+        || LargeShared { iteration: 0 },
+    );
+    if rank == 0 {
+        let grown = memory_kib("VmHWM").saturating_sub(before);
+        let part = LARGE_SHARED / 1024;
+        match outcome {
+            Ok(_) if grown <= 2 * part + part / 4 => passed += 1,
+            Ok(_) => {
+                failed += 1;
+                println!(
+                    "FAILED large shared part: the master grew by {grown} KiB for a part of \
+                     {part} KiB over 3 iterations (at most 2.25 times the part)"
+                );
+            }
+            Err(e) => {
+                failed += 1;
+                println!("FAILED large shared part: {e}");
             }
         }
     }

@@ -665,7 +665,10 @@ where
         let elapsed = clock::since(started);
         // A prediction for the tasks known at the start says nothing of a longer stream.
         let predicted = predicted.filter(|_| !round.streamed);
+        // The round held the shared part: with it gone and the link's copy let go, the next
+        // iteration's part is made with nothing of this one held.
         self.record(it, round, elapsed, predicted);
+        self.link.iteration_over();
         ITERATION.with(|i| i.set(None));
         self.trace.iteration_ends(it.index, started);
         self.progress.iteration_ends();

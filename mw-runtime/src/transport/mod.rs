@@ -241,6 +241,10 @@ pub(crate) trait MasterLink<T, S, R> {
     fn park(&mut self, worker: usize) {
         let _ = worker;
     }
+    /// The iteration is over: a backend that keeps its shared part (or the part's encoding)
+    /// for workers joining late lets go of it, so that the next iteration's part, made before
+    /// the next send, is never held beside it.
+    fn iteration_over(&mut self) {}
     /// Whether a worker still busy when the run ends can be left behind at no cost: a detached
     /// thread can; an MPI rank only when mpirun keeps the job going once it is ended.
     fn can_leave_behind(&self) -> bool {

@@ -265,19 +265,24 @@ impl<T, S, R> MpiMaster<T, S, R> {
             }
         }
         if self.posted.len() > TEST_ALL {
-            let (mut done, mut running) = (Vec::new(), VecDeque::new());
-            for mut posted in self.posted.drain(..) {
-                if posted.test() {
-                    done.push(posted);
-                } else {
-                    running.push_back(posted);
-                }
+            self.reap_all();
+        }
+    }
+
+    /// Takes back the buffers of every finished send, wherever it stands in the queue.
+    fn reap_all(&mut self) {
+        let (mut done, mut running) = (Vec::new(), VecDeque::new());
+        for mut posted in self.posted.drain(..) {
+            if posted.test() {
+                done.push(posted);
+            } else {
+                running.push_back(posted);
             }
-            self.posted = running;
-            for done in done {
-                let bytes = done.finish();
-                self.recycle(bytes);
-            }
+        }
+        self.posted = running;
+        for done in done {
+            let bytes = done.finish();
+            self.recycle(bytes);
         }
     }
 
@@ -425,8 +430,8 @@ impl<T: Message, S: Message, R: Message> MasterLink<T, S, R> for MpiMaster<T, S,
                 let bytes = match &self.shared {
                     Some((cached, bytes)) if Arc::ptr_eq(cached, &part) => Arc::clone(bytes),
                     _ => {
-                        // The last iteration's part and its encoding go first: kept while the
-                        // new one is encoded, the master would hold twice the shared part.
+                        // Let go at the end of its iteration already (`iteration_over`);
+                        // should one still be here, it goes before the new part is encoded.
                         self.shared = None;
                         let iteration = iteration as u64;
                         let mut bytes =
@@ -527,6 +532,13 @@ impl<T: Message, S: Message, R: Message> MasterLink<T, S, R> for MpiMaster<T, S,
         if self.gone.gone.get(worker) == Some(&false) {
             self.release_slot(worker, false);
         }
+    }
+
+    fn iteration_over(&mut self) {
+        // Every worker that took part has the part (it answered after it), so its sends are
+        // finished; one behind a send still in progress is taken back too.
+        self.shared = None;
+        self.reap_all();
     }
 
     fn forsake(&mut self, worker: usize) {
