@@ -117,7 +117,7 @@ fn stddev(text: &str) -> Result<f64, String> {
 pub enum Failure {
     /// The flags describe a program that cannot run (exit status 2).
     Usage { message: String, help: String },
-    /// The run failed (exit status 1).
+    /// The runtime refused the configuration (exit status 2) or the run failed (1).
     Run(mw::Error),
 }
 
@@ -126,7 +126,7 @@ impl Failure {
     pub fn code(&self) -> u8 {
         match self {
             Failure::Usage { .. } => 2,
-            Failure::Run(_) => 1,
+            Failure::Run(e) => e.status(),
         }
     }
 }
@@ -135,14 +135,7 @@ impl fmt::Display for Failure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Failure::Usage { message, help } => write!(f, "error: {message}\nhelp: {help}"),
-            Failure::Run(e) => {
-                let text = e.to_string();
-                if text.starts_with("error:") {
-                    f.write_str(&text)
-                } else {
-                    write!(f, "error: {text}")
-                }
-            }
+            Failure::Run(e) => f.write_str(&e.report()),
         }
     }
 }

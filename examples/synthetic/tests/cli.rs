@@ -96,6 +96,12 @@ fn bad_flags_are_refused_with_help() {
         &["--tasks", "1000000", "--task-bytes", "100000"],
         "help: lower --tasks",
     );
+    // What the runtime refuses is bad input too, with the runtime's message.
+    refused(&["--config", "/dev/zero"], "it is a character device");
+    refused(
+        &["--metrics", "/nonexistent/run.json"],
+        "help: the directory `/nonexistent` does not exist",
+    );
 }
 
 #[test]

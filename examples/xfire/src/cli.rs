@@ -381,10 +381,11 @@ fn runtime_error(e: mw::Error) -> CliError {
             help.clone(),
             2,
         ),
+        // A configuration file refused is 2 as well.
         _ => (
             e.to_string(),
             "see the message above; `xfire --help` lists the flags".to_owned(),
-            1,
+            e.status(),
         ),
     };
     CliError {
