@@ -70,7 +70,9 @@ impl Error {
         &self.kind
     }
 
-    pub(crate) fn config(message: impl Into<String>, help: impl Into<String>) -> Self {
+    /// A configuration the program refuses, with `help` on how to fix it: exit status 2, as
+    /// for the runtime's own flags. For a check that needs the run (the pool's size, say).
+    pub fn config(message: impl Into<String>, help: impl Into<String>) -> Self {
         ErrorKind::Config {
             message: message.into(),
             help: help.into(),

@@ -82,11 +82,14 @@ impl Inject {
             1 => "worker 0".to_owned(),
             n => format!("workers 0 to {}", n - 1),
         };
-        Err(mw::Error::app(format!(
-            "error: `--inject {one}` names worker {worker}, and this run has {pool} ({there})\n\
-             help: inject into {there}, or start more workers (--max-workers; under MPI, more \
-             ranks)"
-        )))
+        Err(mw::Error::config(
+            format!(
+                "error: `--inject {one}` names worker {worker}, and this run has {pool} ({there})"
+            ),
+            format!(
+                "inject into {there}, or start more workers (--max-workers; under MPI, more ranks)"
+            ),
+        ))
     }
 
     /// Whether the master panics in `recover` in iteration `iteration`.

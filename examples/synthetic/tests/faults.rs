@@ -47,7 +47,7 @@ fn failures(path: &Path) -> Vec<(u64, u64, String)> {
 #[test]
 fn faults_and_load_of_workers_the_run_does_not_have_are_refused() {
     let (code, stderr) = synthetic(&["--tasks", "30", "--inject", "panic:1@0,hang:5@1"], &[]);
-    assert_ne!(code, Some(0), "{stderr}");
+    assert_eq!(code, Some(2), "{stderr}");
     assert!(
         stderr.starts_with(
             "error: `--inject hang:5@1` names worker 5, and this run has 3 (workers 0 to 2)\n\
@@ -56,7 +56,7 @@ fn faults_and_load_of_workers_the_run_does_not_have_are_refused() {
         "{stderr}"
     );
     let (code, stderr) = synthetic(&["--tasks", "30", "--load", "0:1-7:50"], &[]);
-    assert_ne!(code, Some(0), "{stderr}");
+    assert_eq!(code, Some(2), "{stderr}");
     assert!(
         stderr.starts_with(
             "error: `--load 0:1-7:50` names worker 7, and this run has 3 (workers 0 to 2)\nhelp: "
