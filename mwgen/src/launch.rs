@@ -5,13 +5,14 @@
 //! `mw: exit status N` (mw-runtime's contract). The wrapper runs the launcher in a process
 //! group of its own, passes its standard output through untouched and copies its standard
 //! error line by line, watching for that line. SIGINT, SIGTERM and SIGHUP are passed on to the
-//! launcher's group. Once the master has said its status, the launcher has `--grace` seconds
-//! to exit; then its group gets SIGTERM, and SIGKILL 2 s later (a stuck `mpirun` ignores
-//! SIGTERM). The wrapper exits with, in order: the master's status (but the wrapper's own
+//! launcher's group, and to the ranks it started on this node. Once the master has said its
+//! status, the launcher has `--grace` seconds to exit; then its group gets SIGTERM, and SIGKILL
+//! 2 s later (a stuck `mpirun` ignores SIGTERM). The wrapper exits with, in order: the master's status (but the wrapper's own
 //! signal, 130/143/129, when the master was interrupted: mpirun passes a Ctrl-C on to the ranks
 //! as SIGTERM); 130/143/129 when the wrapper itself got SIGINT/SIGTERM/SIGHUP; the launcher's
 //! status when it is not 0; else 1.
 
+use std::collections::HashMap;
 use std::ffi::OsString;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::process::{Command, ExitStatus, Stdio};
@@ -31,7 +32,8 @@ exits 0 whatever the ranks return, and a rank lost on another node can leave it 
 the master has ended. This wrapper exits with the status the master said, and ends a launcher \
 that is still running --grace seconds after it (SIGTERM to its process group, SIGKILL 2 s \
 later). Standard output passes through untouched; standard error is copied line by line; \
-SIGINT, SIGTERM and SIGHUP are passed on to the launcher.
+SIGINT, SIGTERM and SIGHUP are passed on to the launcher, and at once to the ranks it started \
+on this node (mpirun passes a Ctrl-C on to them only a second later).
 
 Exit status: the master's (130, 143 or 129 for the signal the wrapper got, when the master was \
 interrupted: mpirun passes a Ctrl-C on as SIGTERM); else 130, 143 or 129 if the wrapper got \
@@ -276,6 +278,9 @@ fn launch(args: &LaunchArgs) -> u8 {
                 signal.get_or_insert(number);
                 if let Some(forward) = rustix::process::Signal::from_named_raw(number) {
                     signal_group(forward);
+                    for rank in local_ranks(group) {
+                        let _ = rustix::process::kill_process(rank, forward);
+                    }
                 }
             }
             Err(RecvTimeoutError::Timeout) => {
@@ -312,6 +317,61 @@ fn launch(args: &LaunchArgs) -> u8 {
         say(&format!("help: {help}"));
     }
     decision.status
+}
+
+/// The ranks the launcher started on this node, to be signalled directly: mpirun puts them in
+/// process groups of their own and passes a Ctrl-C on to them as SIGTERM only a second later
+/// (Open MPI 4.1), hydra through its proxies; signalled at once, the master ends the run
+/// within the second. They are the launcher's descendants whose environment names an MPI
+/// rank: each rank's program and what it runs, as a Ctrl-C in a terminal reaches a program and
+/// its children. The launcher's daemons (orted, prted, hydra's proxies) carry no rank and are
+/// left to it; ranks on other nodes get the signal from the launcher.
+fn local_ranks(launcher: Option<rustix::process::Pid>) -> Vec<rustix::process::Pid> {
+    let Some(launcher) = launcher else {
+        return Vec::new();
+    };
+    let mut children: HashMap<i32, Vec<i32>> = HashMap::new();
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let pid = entry
+            .file_name()
+            .to_str()
+            .and_then(|name| name.parse().ok());
+        if let Some((pid, parent)) = pid.and_then(|pid| Some((pid, parent_of(pid)?))) {
+            children.entry(parent).or_default().push(pid);
+        }
+    }
+    let mut ranks = Vec::new();
+    let mut todo = vec![launcher.as_raw_nonzero().get()];
+    while let Some(pid) = todo.pop() {
+        for &child in children.get(&pid).into_iter().flatten() {
+            if names_a_rank(child) {
+                ranks.extend(rustix::process::Pid::from_raw(child));
+            }
+            todo.push(child);
+        }
+    }
+    ranks
+}
+
+/// The parent of process `pid`, from `/proc/PID/stat` (the field after the state, which
+/// follows the command name in brackets, itself free to hold spaces and brackets).
+fn parent_of(pid: i32) -> Option<i32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let after_name = &stat[stat.rfind(')')? + 1..];
+    after_name.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// Whether process `pid`'s environment names its rank in an MPI job: Open MPI's, PMI's
+/// (MPICH, Intel MPI) or PMIx's variable.
+fn names_a_rank(pid: i32) -> bool {
+    let Ok(environment) = std::fs::read(format!("/proc/{pid}/environ")) else {
+        return false;
+    };
+    environment.split(|&b| b == 0).any(|variable| {
+        ["OMPI_COMM_WORLD_RANK=", "PMI_RANK=", "PMIX_RANK="]
+            .iter()
+            .any(|name| variable.starts_with(name.as_bytes()))
+    })
 }
 
 /// Copies the launcher's standard error to ours line by line, reporting the master's status.

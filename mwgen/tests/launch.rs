@@ -158,3 +158,42 @@ fn the_launcher_s_command_line_is_required() {
         .unwrap();
     assert_eq!(output.status.code(), Some(2));
 }
+
+#[test]
+fn a_signal_reaches_the_ranks_on_this_node_at_once() {
+    // As mpirun does: the rank in a session of its own, which a signal to the launcher's group
+    // does not reach, and the launcher passing nothing on while the rank runs. The rank, a
+    // master that ends on SIGINT, says so; left alone it ends after 10 s saying nothing.
+    let rank = "trap 'echo \"mw: exit status 130 (interrupted by SIGINT)\" >&2; exit 130' INT; \
+                echo started >&2; i=0; while [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done";
+    let launcher = format!(
+        "trap 'exit 1' INT; OMPI_COMM_WORLD_RANK=0 setsid -w sh -c '{}'",
+        rank.replace('\'', "'\\''")
+    );
+    let mut wrapper = Command::new(env!("CARGO_BIN_EXE_mwgen"))
+        .args(["launch", "--", "sh", "-c", &launcher])
+        .stdin(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = std::io::BufReader::new(wrapper.stderr.take().unwrap());
+    let mut first = String::new();
+    std::io::BufRead::read_line(&mut stderr, &mut first).unwrap();
+    assert_eq!(first, "started\n");
+    let start = Instant::now();
+    let pid = rustix::process::Pid::from_raw(wrapper.id() as i32).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::INT).unwrap();
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut stderr, &mut rest).unwrap();
+    let status = wrapper.wait().unwrap();
+    assert!(
+        rest.contains("mw: exit status 130"),
+        "the rank did not get the signal: {rest}"
+    );
+    assert_eq!(status.code(), Some(130), "{rest}");
+    assert!(
+        start.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        start.elapsed()
+    );
+}
