@@ -1,5 +1,6 @@
-//! Workers that hang for good, die, or fail tasks now and then: the run still ends, with every
-//! result recovered exactly once (the checker's `final_work` fails the run otherwise).
+//! Workers that hang for good, die, or fail tasks now and then, and a master that stalls: the
+//! run still ends, with every result recovered exactly once (the checker's `final_work` fails
+//! the run otherwise), and only the workers at fault are given up.
 #![allow(clippy::unwrap_used)]
 
 use std::time::Duration;
@@ -8,7 +9,7 @@ use mw_runtime::prelude::*;
 use mw_runtime::{PolicyName, RunConfig};
 
 mod common;
-use common::{Checker, Job, Scenario, config};
+use common::{Checker, Job, Scenario, Sleeper, config};
 
 /// What worker 1 does wrong, at its first task of iteration 1.
 #[derive(Debug, Clone, Copy)]
@@ -152,4 +153,116 @@ fn a_failure_answered_after_its_copy_is_still_reported() {
         .collect();
     assert_eq!(late.len(), 1, "{:?}", metrics.failures);
     assert_eq!((late[0].worker, late[0].iteration), (1, 1));
+}
+
+/// The checker, whose first `recover` of iteration 1 takes `stall`: a master busy in its own
+/// code, not listening, while the workers go on answering.
+struct Stalling {
+    checker: Checker,
+    stall: Duration,
+    stalled: bool,
+}
+
+impl Master for Stalling {
+    type Task = Job;
+    type Result = (u32, u32, u64);
+    type Shared = u32;
+
+    fn initialize(&mut self, setup: &mut Setup) -> mw_runtime::Result<()> {
+        self.checker.initialize(setup)
+    }
+
+    fn partition(&mut self, it: &Iteration) -> Work<u32, Job> {
+        self.checker.partition(it)
+    }
+
+    fn recover(&mut self, task: TaskId, result: (u32, u32, u64)) {
+        if result.0 == 1 && !self.stalled {
+            self.stalled = true;
+            std::thread::sleep(self.stall);
+        }
+        self.checker.recover(task, result);
+    }
+
+    fn end_iteration(&mut self, it: &Iteration) -> Flow {
+        self.checker.end_iteration(it)
+    }
+
+    fn final_work(&mut self) -> mw_runtime::Result<()> {
+        self.checker.final_work()
+    }
+}
+
+/// The liveness timeout of the runs below: short, so that a stall of the master outlasts it.
+const LIVENESS: Duration = Duration::from_secs(1);
+
+/// Three iterations of 60 tasks of 0.5 ms on three workers, with [`LIVENESS`] and no copies of
+/// late chunks (a silent worker's chunks wait for the timeout); the master stalls for `stall`
+/// in iteration 1, and worker 1 hangs there for good if `hang`.
+fn run_stalled(stall: Duration, hang: bool, protocol: Protocol) -> mw_runtime::RunMetrics {
+    let scenario = Scenario {
+        iterations: vec![vec![500; 60]; 3],
+        nworkers: vec![],
+        panic_at: None,
+    };
+    let config = RunConfig {
+        faults: mw_runtime::FaultConfig {
+            liveness: LIVENESS,
+            backup_after: 0.0,
+            ..Default::default()
+        },
+        ..config(3, PolicyName::Daf, protocol, 0.5)
+    };
+    let master = move || Stalling {
+        checker: Checker::new(&scenario),
+        stall,
+        stalled: false,
+    };
+    let report = if hang {
+        let worker = || Faulty {
+            index: 0,
+            fault: Fault::Hang,
+            struck: false,
+        };
+        mw_runtime::run_config(&config, master, worker)
+    } else {
+        mw_runtime::run_config(&config, master, || Sleeper::new(None))
+    };
+    report.unwrap().into_metrics().unwrap()
+}
+
+#[test]
+fn a_master_that_stalls_longer_than_the_liveness_timeout_gives_no_healthy_worker_up() {
+    // The workers answer while the master sleeps in `recover`: their answers wait for it.
+    for protocol in [Protocol::Async, Protocol::Sync] {
+        let metrics = run_stalled(3 * LIVENESS, false, protocol);
+        assert!(
+            metrics.failures.is_empty(),
+            "{protocol}: {:?}",
+            metrics.failures
+        );
+    }
+}
+
+#[test]
+fn a_hung_worker_is_given_up_after_the_liveness_timeout() {
+    let metrics = run_stalled(Duration::ZERO, true, Protocol::Async);
+    let lost: Vec<_> = metrics.failures.iter().map(|f| f.worker).collect();
+    assert_eq!(lost, [1], "{:?}", metrics.failures);
+    assert!(metrics.failures[0].message.contains("silent"));
+    // Its chunks wait for the timeout; the rest of the iteration takes milliseconds. The bound
+    // is generous: the machine may be loaded.
+    let took = Duration::from_secs_f64(metrics.iterations[1].time_ms / 1e3);
+    assert!(
+        took >= LIVENESS && took < LIVENESS + Duration::from_secs(3),
+        "given up after {took:?}"
+    );
+}
+
+#[test]
+fn a_master_that_stalls_gives_up_only_the_worker_that_hung() {
+    let metrics = run_stalled(3 * LIVENESS, true, Protocol::Async);
+    let lost: Vec<_> = metrics.failures.iter().map(|f| f.worker).collect();
+    assert_eq!(lost, [1], "{:?}", metrics.failures);
+    assert!(metrics.failures[0].message.contains("silent"));
 }

@@ -36,8 +36,9 @@ pub struct FaultConfig {
     /// A chunk out for more than this many times its expected time (plus 20 ms of timer and
     /// scheduling noise) is copied to an idle worker, and the first answer wins; 0: never.
     pub backup_after: f64,
-    /// A worker that holds chunks and has said nothing for this long is declared lost: its
-    /// chunks are run elsewhere and it is never waited for again.
+    /// A worker that holds chunks and is not heard from while the master listens for this long
+    /// (time the master spends elsewhere does not count) is declared lost: its chunks are run
+    /// elsewhere and it is never waited for again.
     pub liveness: Duration,
 }
 

@@ -143,7 +143,7 @@ pub struct RunArgs {
     /// Go on from a checkpoint written by --checkpoint, as if the run had never stopped
     #[arg(long, value_name = "PATH", help_heading = "Faults")]
     pub resume: Option<PathBuf>,
-    /// Declare a worker lost once it holds chunks and has said nothing for this many seconds; its chunks run elsewhere [default: 60]
+    /// Declare a worker lost once it holds chunks and the master listened this many seconds without hearing from it; its chunks run elsewhere [default: 60]
     #[arg(long, value_name = "SECS", value_parser = faults::parse_seconds, help_heading = "Faults")]
     pub liveness_timeout: Option<f64>,
 }

@@ -75,6 +75,7 @@ where
         own_policy: false,
         healthy: vec![true; pool],
         standing: vec![Standing::new(started); pool],
+        listened: Duration::ZERO,
         saver: Saver::default(),
         shape: Shape::default(),
         resume_settled: resumed
@@ -165,6 +166,10 @@ struct Engine<'a, M: Master, L> {
     healthy: Vec<bool>,
     /// Per worker, what the engine knows of its faults.
     standing: Vec<Standing>,
+    /// The listening clock: how long the master has waited for its workers' messages in the
+    /// iteration loop (each wait counted up to its bound). The liveness timeout runs on it, so
+    /// that only time in which the master could have heard a worker counts as its silence.
+    listened: Duration,
     /// Writes `--checkpoint`.
     saver: Saver,
     /// What a checkpoint must fit to be resumed, and what one saved keeps of the program.
@@ -609,11 +614,11 @@ where
             // No new chunk after SIGINT or SIGTERM: the run ends with what it has.
             crate::interrupt::check()?;
             let waiting = self.trace.mark();
-            let Some((worker, message)) = self.link.recv_within(WATCH_EVERY)? else {
-                self.watch(&mut round, clock::now())?;
+            let (message, at) = self.listen()?;
+            let Some((worker, message)) = message else {
+                self.watch(&mut round, at)?;
                 continue;
             };
-            let at = clock::now();
             self.heard(worker, at);
             self.trace.received(waiting, worker, &message);
             if at >= round.next_watch {
@@ -1019,7 +1024,7 @@ where
         round.prefetched += usize::from(!held.is_empty());
         if held.is_empty() {
             // Its silence counts from when it has work.
-            self.standing[worker].heard = now;
+            self.standing[worker].hear(now, self.listened);
         }
         held.push_back(InFlight {
             chunk: chunk.id,

@@ -32,8 +32,12 @@ pub(super) struct Standing {
     benched: u32,
     /// The iteration at which a worker sitting out takes part again.
     back_at: Option<usize>,
-    /// When it last said something, or was given work while holding none.
+    /// When it last said something, or was given work while holding none: where the chunk it
+    /// processes began, for the copies of late chunks.
     pub heard: Instant,
+    /// The same moment on the master's listening clock ([`Engine::listened`]): its silence, for
+    /// the liveness timeout, is the listening time since.
+    heard_listening: Duration,
 }
 
 impl Standing {
@@ -44,7 +48,15 @@ impl Standing {
             benched: 0,
             back_at: None,
             heard: now,
+            heard_listening: Duration::ZERO,
         }
+    }
+
+    /// It said something, or was given work while holding none, at `at`, when the master had
+    /// listened for `listened`.
+    pub(super) fn hear(&mut self, at: Instant, listened: Duration) {
+        self.heard = at;
+        self.heard_listening = listened;
     }
 
     /// It answered a chunk, `clean` if no task of it failed.
@@ -95,6 +107,12 @@ impl Hasher for FirstTaskHasher {
     }
 }
 
+/// A message from a worker, with the worker's number, if one came.
+pub(super) type Incoming<M> = Option<(
+    usize,
+    FromWorker<<M as Master>::Task, <M as Master>::Result>,
+)>;
+
 /// Tasks to run again: a failed task, or the chunk of a worker that was lost.
 #[derive(Debug)]
 pub(super) struct Retry<T> {
@@ -109,10 +127,27 @@ where
     M: Master,
     L: MasterLink<M::Task, M::Shared, M::Result>,
 {
+    /// Waits for the next message from a worker, [`WATCH_EVERY`] at most, and counts the wait
+    /// on the listening clock ([`Engine::listened`]); also returns when the wait ended.
+    ///
+    /// A wait counts for as long as it lasted, up to the bound it was given: a wait that took
+    /// longer was not listening all along (the master was stopped, by SIGSTOP, a debugger or a
+    /// suspended machine, or the transport was held by something else, such as a receive
+    /// matched by a dead peer's half-sent message), and counting its bound keeps the error to
+    /// one bound per such event.
+    pub(super) fn listen(&mut self) -> Result<(Incoming<M>, Instant)> {
+        let from = clock::now();
+        let message = self.link.recv_within(WATCH_EVERY)?;
+        let at = clock::now();
+        self.listened += at.saturating_duration_since(from).min(WATCH_EVERY);
+        Ok((message, at))
+    }
+
     /// `worker` said something at `at`.
     pub(super) fn heard(&mut self, worker: usize, at: Instant) {
+        let listened = self.listened;
         if let Some(standing) = self.standing.get_mut(worker) {
-            standing.heard = at;
+            standing.hear(at, listened);
         }
     }
 
@@ -371,14 +406,22 @@ where
 
     /// Looks for workers silent past the liveness timeout (lost), and for chunks out much
     /// longer than expected, which are copied to an idle worker.
+    ///
+    /// Silence is measured on the listening clock ([`Engine::listened`]), not the wall clock: a
+    /// worker is silent when the master listened for the timeout and heard nothing from it.
+    /// Time the master spends elsewhere (its own hooks, a checkpoint, a send held by a stopped
+    /// peer, being stopped itself) cannot make a worker silent: what the worker sent meanwhile
+    /// waits in the link and is heard as soon as the master listens again.
     pub(super) fn watch(&mut self, round: &mut Round<M>, now: Instant) -> Result<()> {
         round.next_watch = now + WATCH_EVERY;
         let liveness = self.config.faults.liveness;
         for worker in 0..self.held.len() {
-            let silent = now.saturating_duration_since(self.standing[worker].heard);
+            let silent = self
+                .listened
+                .saturating_sub(self.standing[worker].heard_listening);
             if !self.standing[worker].lost && !self.held[worker].is_empty() && silent > liveness {
                 let why = format!(
-                    "silent for {:.1} s while holding a chunk (--liveness-timeout)",
+                    "silent for {:.1} s of listening while holding a chunk (--liveness-timeout)",
                     silent.as_secs_f64()
                 );
                 self.lose(round, worker, &why)?;
