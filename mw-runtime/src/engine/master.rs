@@ -119,35 +119,23 @@ where
         .and_then(|()| engine.saver.finish());
     // Closes the endpoint (and removes its socket) whatever happened.
     engine.control = None;
-    let interrupted = outcome
-        .as_ref()
-        .is_err_and(|e| matches!(e.kind(), ErrorKind::Interrupted { .. }));
-    let shutdown = engine.shutdown(outcome.is_ok(), interrupted);
+    if let Err(e) = &outcome {
+        if let ErrorKind::Interrupted { signal } = e.kind() {
+            engine.end_interrupted(signal.name(), started)?;
+            return Ok(engine.metrics);
+        }
+    }
+    let shutdown = engine.shutdown(outcome.is_ok(), false);
     engine.progress.finish();
     let outcome = outcome.and(shutdown).and_then(|()| {
         entering("final_work");
         engine.master.final_work()
     });
     engine.metrics.total_ms = ms(clock::since(started));
-    // Stopped by a signal: what ran is written as if the run had ended there.
-    let outcome = match outcome {
-        Err(e) if matches!(e.kind(), ErrorKind::Interrupted { .. }) => {
-            if let ErrorKind::Interrupted { signal } = e.kind() {
-                engine.metrics.interrupted = Some(signal.name().to_owned());
-            }
-            Ok(())
-        }
-        outcome => outcome,
-    };
     // The trace is written even when the run failed: that is when it is most wanted.
     let traced = engine.write_trace(outcome.is_ok());
     outcome?;
     traced?;
-    // Under MPI, `mpirun` kills the ranks shortly after passing a signal on: the metrics of an
-    // interrupted run are written now, before MPI is finalized, not by the caller.
-    if let (Some(_), Some(path)) = (&engine.metrics.interrupted, &config.metrics) {
-        engine.metrics.write(path)?;
-    }
     Ok(engine.metrics)
 }
 
@@ -1305,6 +1293,25 @@ where
             }
             written => written,
         }
+    }
+
+    /// Ends a run stopped by `signal`: what ran is written as if the run had ended there, and
+    /// only then are the workers stopped. A worker still busy is left behind (a thread) or ended
+    /// (a rank) [`SIGNAL_PATIENCE`] later, and a launcher without recovery then ends the whole
+    /// job, this process with it; the launcher also kills the ranks soon after passing a signal
+    /// on. So the metrics of an interrupted run are written here, before MPI is finalized, not
+    /// by the caller, and `final_work` does not run.
+    fn end_interrupted(&mut self, signal: &str, started: Instant) -> Result<()> {
+        self.progress.finish();
+        self.metrics.interrupted = Some(signal.to_owned());
+        self.metrics.total_ms = ms(clock::since(started));
+        self.write_trace(true)?;
+        if let Some(path) = &self.config.metrics {
+            self.metrics.write(path)?;
+        }
+        // Its error (a worker that cannot be told) changes nothing of a run already ended.
+        let _ = self.shutdown(false, true);
+        Ok(())
     }
 
     /// Tells every worker to stop and waits for each to finish `final_work`. After a run that
