@@ -71,6 +71,7 @@ mod args;
 mod clock;
 pub mod codec;
 mod config;
+mod emulate;
 mod engine;
 mod error;
 mod fault;

@@ -55,6 +55,9 @@ const FLOORS: &[(&str, &[&str])] = &[
     ("transport", &["transport"]),
     // The master's and the workers' loops.
     ("engine", &["engine"]),
+    // Emulation as a layer: emulated load, faults and network, wrapped around a worker and
+    // the ends of a link through their own traits; the engine below knows nothing of them.
+    ("emulation", &["emulate"]),
     // Where a run starts, and what macro expansions call.
     ("entry", &["__private", "args", "run"]),
 ];
