@@ -5,6 +5,7 @@ use clap::Parser;
 use crate::agree::{Agreed, SameResult, SameShared, SameTask};
 use crate::app::{Master, Worker, WorkerSetup};
 use crate::config::{BackendChoice, RunArgs, RunConfig};
+use crate::emulate::network;
 use crate::emulate::worker::{Emulated, EmulatedEnd, Emulation};
 #[cfg(feature = "mpi")]
 use crate::engine::master::stop_workers;
@@ -372,7 +373,8 @@ where
         workers: Some(config.local_start(pool)),
         ..config.clone()
     };
-    let (mut link, ends) = local::connect(pool, config.protocol, config.link);
+    let (link, ends) = local::connect(pool, config.protocol);
+    let (mut link, ends) = network::connect(link, ends, config.protocol, config.link);
     let worker = Arc::new(worker);
     // Worker threads are not scoped: one that hangs in `do_work` for good is given up on and
     // left behind, instead of keeping the run from ending. The others are joined.
@@ -401,7 +403,7 @@ where
         }
     }
     let outcome = guarded(|| run_master(&mut master(), &mut link, config, &app_name()));
-    let gone = link.forsaken_workers();
+    let gone = link.link().forsaken_workers();
     drop(link);
     for (index, thread) in threads.into_iter().enumerate() {
         if !gone.contains(&index) {

@@ -159,8 +159,6 @@ fn process<W: Worker, B: Fn() -> W>(
         wait_ns: used.wait_ns,
         late_ns: used.late_ns,
         task_ms,
-        began: Some(started),
-        hop_ns: None,
     })
 }
 
