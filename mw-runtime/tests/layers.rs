@@ -26,7 +26,8 @@ const FLOORS: &[(&str, &[&str])] = &[
         &["clock", "layout", "protocol", "random", "signal", "stats"],
     ),
     // What any part of a run may touch: the codec, errors, the process (its launcher, its
-    // signals, its exit status), files read and written whole, emulated load and faults.
+    // signals, its exit status), files read and written whole, the load patterns and the
+    // emulated death a program calls (the emulating is `emulate`'s).
     (
         "foundations",
         &[
