@@ -1030,8 +1030,8 @@ where
         let (id, len, sending) = (chunk.id, chunk.tasks.len(), self.trace.mark());
         let sent = self.link.send_chunk(worker, chunk)?;
         self.trace.chunk_sent(sending, worker, id, len);
-        // Its trip counts from `now`, or from when an emulated link took it: the link charges
-        // from there, and cutting the chunk before is the master's time, not the link's.
+        // Its trip counts from `now`, or from when a link that keeps its own time took it: the
+        // link charges from there, and cutting the chunk before is the master's time.
         let entry = self.link.handed().unwrap_or(now);
         round.probe.chunk_sent(worker, bytes, entry);
         Ok(sent)

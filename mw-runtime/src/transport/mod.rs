@@ -22,7 +22,7 @@ use crate::trace::Heard;
 #[derive(Debug)]
 pub(crate) enum ToWorker<T, S> {
     /// The shared part of iteration `iteration`; the worker keeps both for the chunks that
-    /// follow (the index decides the worker's emulated load).
+    /// follow.
     Shared { iteration: usize, part: Arc<S> },
     /// Tasks to process.
     Chunk(Chunk<T>),
