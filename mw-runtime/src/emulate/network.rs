@@ -398,7 +398,8 @@ mod tests {
     use crate::transport::{Done, local};
 
     /// A chunk's round trip over an emulated link whose worker spends `held` besides `do_work`
-    /// before it answers: the answer's `hop_ns`, and the trip from the hand-off to delivery.
+    /// before it answers: the time the link did not charge, and the trip from the hand-off to
+    /// delivery.
     fn round_trip(held: Duration) -> (Option<i64>, Duration) {
         let link = EmulatedLink {
             latency_ms: 0.5,
@@ -454,6 +455,37 @@ mod tests {
         let link = trip.saturating_sub(hop);
         let off = link.abs_diff(Duration::from_millis(1));
         assert!(off < Duration::from_micros(500), "{link:?} of {trip:?}");
+    }
+
+    #[test]
+    fn each_message_waits_for_its_own_due_time_and_a_lost_worker_for_none() {
+        let link = EmulatedLink {
+            latency_ms: 20.0,
+            bandwidth_mbit: None,
+        };
+        let (master, workers) = local::connect::<u32, (), u32>(2, Protocol::Async);
+        let (mut master, mut workers) = connect(master, workers, Protocol::Async, Some(link));
+        let mut leaving = workers.pop().expect("worker 1");
+        let mut staying = workers.pop().expect("worker 0");
+        let ready = || FromWorker::Ready { error: None };
+        let sent = crate::clock::now();
+        assert!(leaving.send(ready()));
+        // Its thread ends unfinished: the link says so itself, after the message before, with
+        // no due time of its own.
+        drop(leaving);
+        let (who, message) = master.recv().expect("a message");
+        assert!(matches!((who, &message), (1, FromWorker::Ready { .. })));
+        let delivered = crate::clock::now();
+        assert!(delivered - sent >= Duration::from_millis(19));
+        let (who, message) = master.recv().expect("a message");
+        assert!(matches!((who, &message), (1, FromWorker::Lost { .. })));
+        assert!(crate::clock::since(delivered) < Duration::from_millis(19));
+        // The next message waits for its own due time, not for one the loss left behind.
+        let sent = crate::clock::now();
+        assert!(staying.send(ready()));
+        let (who, message) = master.recv().expect("a message");
+        assert!(matches!((who, &message), (0, FromWorker::Ready { .. })));
+        assert!(crate::clock::since(sent) >= Duration::from_millis(19));
     }
 
     #[test]
