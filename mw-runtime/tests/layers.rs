@@ -26,14 +26,13 @@ const FLOORS: &[(&str, &[&str])] = &[
         &["clock", "layout", "protocol", "random", "signal", "stats"],
     ),
     // What any part of a run may touch: the codec, errors, the process (its launcher, its
-    // signals, its exit status), files read and written whole, the load patterns and the
-    // emulated death a program calls (the emulating is `emulate`'s).
+    // signals, its exit status), files read and written whole, the load patterns (the
+    // emulating is `emulate`'s).
     (
         "foundations",
         &[
             "codec",
             "error",
-            "fault",
             "input",
             "interrupt",
             "launch",

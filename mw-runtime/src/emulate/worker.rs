@@ -12,8 +12,8 @@ use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
+use super::fault;
 use crate::app::{TaskError, Worker, WorkerSetup};
-use crate::fault;
 use crate::load::LoadPattern;
 use crate::transport::{FromWorker, ToWorker, WorkerLink};
 
@@ -30,7 +30,7 @@ impl Emulation {
     /// that runs workers as threads (`local`; elsewhere `exit_worker` aborts the process, a real
     /// death).
     pub(crate) fn new(setup: &WorkerSetup) -> Rc<Emulation> {
-        crate::fault::serving(setup.backend);
+        fault::serving(setup.backend);
         Rc::default()
     }
 }
