@@ -71,9 +71,9 @@ mod args;
 mod clock;
 pub mod codec;
 mod config;
+mod emulate;
 mod engine;
 mod error;
-mod fault;
 mod input;
 mod interrupt;
 mod launch;
@@ -103,8 +103,8 @@ pub use config::{
     BackendChoice, ConfigFile, EmulatedLink, FaultConfig, LinkPreset, OnTaskFailure, RunArgs,
     RunConfig, RunSection,
 };
+pub use emulate::fault::exit_worker;
 pub use error::{Error, ErrorKind, Result, ValueError, exit_status};
-pub use fault::exit_worker;
 pub use input::{InputKind, read_input, read_input_text};
 pub use load::{LoadPattern, LoadStep, LoadedWorkers};
 pub use metrics::{Decision, RunMetrics};

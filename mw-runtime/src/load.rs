@@ -6,16 +6,16 @@
 //! N-Body runs used a *variable* and a gradually *increasing* pattern. A process competing with a
 //! p % CPU hog keeps `1 − p/100` of its core, so a task that took `t` takes `t / (1 − p/100)`.
 //!
-//! This module **emulates** that: after each task a loaded worker sleeps the extra
-//! `t · p / (100 − p)`, so its measured `do_work` time is stretched by the right factor. Nothing
-//! else competes for the core — the emulation slows the worker, not its neighbours, and needs
-//! no spare cores, which is what lets a 2-core machine reproduce a cluster experiment. It is
-//! applied on the worker (any backend), from the pattern every process parses from the same
-//! command line and the iteration index that travels with the iteration's shared part.
+//! This module reads the patterns; the emulation layer (`emulate/`) **emulates** the load: after
+//! each task a loaded worker sleeps the extra `t · p / (100 − p)`, so its measured `do_work`
+//! time is stretched by the right factor. Nothing else competes for the core — the emulation
+//! slows the worker, not its neighbours, and needs no spare cores, which is what lets a 2-core
+//! machine reproduce a cluster experiment. It is applied on the worker (any backend), from the
+//! pattern every process parses from the same command line and the iteration index that
+//! travels with the iteration's shared part.
 
 use std::fmt;
 use std::str::FromStr;
-use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
@@ -366,40 +366,6 @@ impl From<LoadPattern> for String {
     }
 }
 
-/// Stretches the tasks of one chunk on a worker under `percent` load: after each task, sleeps
-/// `t · p / (100 − p)`. Sleeps overshoot by tens of microseconds; the overshoot is carried over
-/// and taken off the next sleep, so a chunk of short tasks is stretched by the right total.
-#[derive(Debug)]
-pub(crate) struct Stretch {
-    /// `p / (100 − p)`: extra time per unit of work.
-    extra_per_busy: f64,
-    /// Slept beyond what was owed so far.
-    ahead: Duration,
-}
-
-impl Stretch {
-    /// `None` when `percent` is 0: nothing to stretch.
-    pub(crate) fn new(percent: f64) -> Option<Stretch> {
-        (percent > 0.0 && percent < 100.0).then(|| Stretch {
-            extra_per_busy: percent / (100.0 - percent),
-            ahead: Duration::ZERO,
-        })
-    }
-
-    /// Sleeps the extra time owed for a task that kept the worker busy for `busy`.
-    pub(crate) fn after_task(&mut self, busy: Duration) {
-        let owed = busy.mul_f64(self.extra_per_busy);
-        if owed <= self.ahead {
-            self.ahead -= owed;
-            return;
-        }
-        let sleep = owed - self.ahead;
-        let started = Instant::now();
-        std::thread::sleep(sleep);
-        self.ahead = started.elapsed().saturating_sub(sleep);
-    }
-}
-
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
@@ -612,19 +578,5 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("out of range") && e.contains("help:"), "{e}");
-    }
-
-    #[test]
-    fn stretch_sleeps_the_extra_time() {
-        assert!(Stretch::new(0.0).is_none());
-        let mut stretch = Stretch::new(50.0).unwrap();
-        let started = Instant::now();
-        for _ in 0..5 {
-            stretch.after_task(Duration::from_millis(2));
-        }
-        // 5 tasks of 2 ms at 50 %: 10 ms extra; the bound is generous for a busy machine.
-        let slept = started.elapsed();
-        assert!(slept >= Duration::from_millis(10), "{slept:?}");
-        assert!(slept < Duration::from_secs(2), "{slept:?}");
     }
 }

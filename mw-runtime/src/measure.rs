@@ -74,7 +74,7 @@ pub(crate) struct Answer<'a> {
     pub tasks: &'a Moments,
     /// The runtime's own time in the trip that an emulated link did not charge, in ns, when
     /// known: left out of the transfer, whose time is then the link's.
-    pub hop_ns: Option<i64>,
+    pub unbilled_ns: Option<i64>,
 }
 
 /// What was sent to a worker and not yet answered.
@@ -207,7 +207,7 @@ impl Probe {
             wait,
             late,
             tasks,
-            hop_ns,
+            unbilled_ns,
         } = answer;
         self.bytes_from += bytes;
         self.answers += 1;
@@ -239,9 +239,9 @@ impl Probe {
                 .saturating_duration_since(sent.entry)
                 .saturating_sub(busy);
             // Behind an emulated link the runtime's own time in the trip is measured whole
-            // (`hop_ns`, the worker's late start in it); elsewhere the worker's late start is
+            // (`unbilled_ns`, the worker's late start in it); elsewhere the worker's late start is
             // what is known of it.
-            let own_ms = match (hop_ns, late) {
+            let own_ms = match (unbilled_ns, late) {
                 (Some(ns), _) => ns as f64 / 1e6,
                 (None, Some(late)) => ms(late),
                 (None, None) => 0.0,

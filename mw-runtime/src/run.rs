@@ -5,6 +5,8 @@ use clap::Parser;
 use crate::agree::{Agreed, SameResult, SameShared, SameTask};
 use crate::app::{Master, Worker, WorkerSetup};
 use crate::config::{BackendChoice, RunArgs, RunConfig};
+use crate::emulate::network;
+use crate::emulate::worker::{Emulated, EmulatedEnd, Emulation};
 #[cfg(feature = "mpi")]
 use crate::engine::master::stop_workers;
 use crate::engine::{
@@ -13,11 +15,12 @@ use crate::engine::{
 };
 use crate::error::{Error, ErrorKind, Result};
 use crate::launch;
+use crate::load::LoadPattern;
 use crate::metrics::RunMetrics;
 use crate::output::writable;
 use crate::status::{self, Outcome};
 use crate::summary;
-use crate::transport::local;
+use crate::transport::{WorkerLink, local};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -331,7 +334,7 @@ where
         }
         Some(Joined::Worker(mut end)) => {
             let setup = end.setup().clone();
-            serve(&worker, &setup, &config.load, end.link());
+            serve_emulated(&worker, &setup, &config.load, end.link());
             end.close();
             Ok(None)
         }
@@ -370,7 +373,8 @@ where
         workers: Some(config.local_start(pool)),
         ..config.clone()
     };
-    let (mut link, ends) = local::connect(pool, config.protocol, config.link);
+    let (link, ends) = local::connect(pool, config.protocol);
+    let (mut link, ends) = network::connect(link, ends, config.protocol, config.link);
     let worker = Arc::new(worker);
     // Worker threads are not scoped: one that hangs in `do_work` for good is given up on and
     // left behind, instead of keeping the run from ending. The others are joined.
@@ -384,7 +388,7 @@ where
         let (worker, load) = (Arc::clone(&worker), config.load.clone());
         let spawned = std::thread::Builder::new()
             .name(format!("mw-worker-{index}"))
-            .spawn(move || serve(&*worker, &setup, &load, &mut end));
+            .spawn(move || serve_emulated(&*worker, &setup, &load, &mut end));
         match spawned {
             Ok(thread) => threads.push(thread),
             Err(e) => {
@@ -399,7 +403,7 @@ where
         }
     }
     let outcome = guarded(|| run_master(&mut master(), &mut link, config, &app_name()));
-    let gone = link.forsaken_workers();
+    let gone = link.link().forsaken_workers();
     drop(link);
     for (index, thread) in threads.into_iter().enumerate() {
         if !gone.contains(&index) {
@@ -407,6 +411,30 @@ where
         }
     }
     outcome
+}
+
+/// Serves the master as worker `setup.index`, under the emulated load `load` and, on threads,
+/// able to die the emulated death (`exit_worker`). An MPI worker without load serves as it is:
+/// nothing is added to its path (there `exit_worker` aborts the process).
+fn serve_emulated<W, L>(
+    build: &impl Fn() -> W,
+    setup: &WorkerSetup,
+    load: &LoadPattern,
+    link: &mut L,
+) where
+    W: Worker,
+    L: WorkerLink<W::Task, W::Shared, W::Result>,
+{
+    if setup.backend != "local" && load.is_none() {
+        return serve(build, setup, link);
+    }
+    let emulation = Emulation::new(setup);
+    let build = || Emulated::new(build, &emulation);
+    serve(
+        &build,
+        setup,
+        &mut EmulatedEnd::new(link, &emulation, load, setup),
+    );
 }
 
 fn app_name() -> String {

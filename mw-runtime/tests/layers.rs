@@ -26,13 +26,13 @@ const FLOORS: &[(&str, &[&str])] = &[
         &["clock", "layout", "protocol", "random", "signal", "stats"],
     ),
     // What any part of a run may touch: the codec, errors, the process (its launcher, its
-    // signals, its exit status), files read and written whole, emulated load and faults.
+    // signals, its exit status), files read and written whole, the load patterns (the
+    // emulating is `emulate`'s).
     (
         "foundations",
         &[
             "codec",
             "error",
-            "fault",
             "input",
             "interrupt",
             "launch",
@@ -55,6 +55,9 @@ const FLOORS: &[(&str, &[&str])] = &[
     ("transport", &["transport"]),
     // The master's and the workers' loops.
     ("engine", &["engine"]),
+    // Emulation as a layer: emulated load, faults and network, wrapped around a worker and
+    // the ends of a link through their own traits; the engine below knows nothing of them.
+    ("emulation", &["emulate"]),
     // Where a run starts, and what macro expansions call.
     ("entry", &["__private", "args", "run"]),
 ];

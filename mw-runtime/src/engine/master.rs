@@ -607,14 +607,16 @@ where
                 self.watch(&mut round, at)?;
                 continue;
             };
+            let stamps = self.link.stamps();
             self.heard(worker, at);
-            self.trace.received(waiting, worker, &message);
+            self.trace.received(waiting, worker, (&message, stamps));
             if at >= round.next_watch {
                 self.watch(&mut round, at)?;
             }
             match message {
                 FromWorker::Done(done) => {
-                    let (recovered, now) = self.recover(&mut round, worker, done, at)?;
+                    let unbilled = stamps.unbilled_ns;
+                    let (recovered, now) = self.recover(&mut round, worker, done, unbilled, at)?;
                     round.done += recovered as u64;
                     self.progress.tasks_done(recovered);
                     self.stream(&mut round, it)?;
@@ -1024,8 +1026,8 @@ where
         let (id, len, sending) = (chunk.id, chunk.tasks.len(), self.trace.mark());
         let sent = self.link.send_chunk(worker, chunk)?;
         self.trace.chunk_sent(sending, worker, id, len);
-        // Its trip counts from `now`, or from when an emulated link took it: the link charges
-        // from there, and cutting the chunk before is the master's time, not the link's.
+        // Its trip counts from `now`, or from when a link that keeps its own time took it: the
+        // link charges from there, and cutting the chunk before is the master's time.
         let entry = self.link.handed().unwrap_or(now);
         round.probe.chunk_sent(worker, bytes, entry);
         Ok(sent)
@@ -1035,12 +1037,13 @@ where
     /// many tasks it settled (recovered, or failed for good and skipped), and when it was done.
     /// The master's time for the answer counts from `at`: its bookkeeping and the `recover`
     /// calls. An answer to a chunk whose copy was answered first, or of an earlier iteration,
-    /// settles nothing.
+    /// settles nothing. `unbilled_ns` is the time in its trip the link says it did not charge.
     fn recover(
         &mut self,
         round: &mut Round<M>,
         worker: usize,
         done: Done<M::Result>,
+        unbilled_ns: Option<i64>,
         at: Instant,
     ) -> Result<(usize, Instant)> {
         let flight = match self.held.get_mut(worker).and_then(VecDeque::pop_front) {
@@ -1079,7 +1082,7 @@ where
             wait: done.wait_ns.map(Duration::from_nanos),
             late: done.late_ns.map(Duration::from_nanos),
             tasks: &done.task_ms,
-            hop_ns: done.hop_ns,
+            unbilled_ns,
         };
         round.probe.answered(worker, answer);
         let recovering_from =

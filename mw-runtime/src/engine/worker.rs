@@ -1,5 +1,6 @@
 //! A worker's loop: keep the iteration's shared part, process chunks, report failed tasks
-//! instead of dying with them, and stretch task times by the emulated load of `--load`.
+//! instead of dying with them. Emulated load and faults wrap the worker and its link
+//! (`emulate/`): this loop knows nothing of them.
 
 use crate::clock;
 use std::any::Any;
@@ -7,25 +8,17 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 
 use crate::app::{Worker, WorkerSetup};
-use crate::fault::Exit;
-use crate::load::{LoadPattern, Stretch};
 use crate::measure::Moments;
 use crate::transport::{Chunk, Done, Failed, FromWorker, ToWorker, WorkerLink};
 
 /// Builds a worker with `build`, then serves the master until told to stop (or until the master
 /// is gone). Every call into application code is guarded, so a panic becomes a report to the
-/// master rather than a silent hole in the pool; after one, the worker is built afresh. `load`
-/// says how much emulated external load this worker carries in each iteration.
-pub(crate) fn serve<W, L>(
-    build: &impl Fn() -> W,
-    setup: &WorkerSetup,
-    load: &LoadPattern,
-    link: &mut L,
-) where
+/// master rather than a silent hole in the pool; after one, the worker is built afresh.
+pub(crate) fn serve<W, L>(build: &impl Fn() -> W, setup: &WorkerSetup, link: &mut L)
+where
     W: Worker,
     L: WorkerLink<W::Task, W::Shared, W::Result>,
 {
-    crate::fault::serving(setup.backend);
     // The clock calibrates on its first read (about a millisecond): before `Ready`, not
     // inside the first chunk's round trip.
     clock::now();
@@ -41,14 +34,10 @@ pub(crate) fn serve<W, L>(
     }
 
     let mut shared: Option<Arc<W::Shared>> = None;
-    let mut stretch = None;
     let mut cpu = clock::CpuMeter::default();
     while let Some(message) = link.recv() {
         match message {
-            ToWorker::Shared { iteration, part } => {
-                shared = Some(part);
-                stretch = Stretch::new(load.percent(setup.index, iteration));
-            }
+            ToWorker::Shared { part, .. } => shared = Some(part),
             ToWorker::Chunk(chunk) => {
                 let unprocessed = |chunk: Chunk<W::Task>, why: &str| {
                     FromWorker::Failed(Failed {
@@ -65,20 +54,9 @@ pub(crate) fn serve<W, L>(
                             setup,
                         };
                         let results = link.spare_results();
-                        let processed = process(
-                            &mut tasks,
-                            part,
-                            &chunk,
-                            results,
-                            stretch.as_mut(),
-                            &mut cpu,
-                        );
+                        let answer = process(&mut tasks, part, &chunk, results, &mut cpu);
                         link.reuse_tasks(chunk.tasks);
-                        match processed {
-                            Some(answer) => answer,
-                            // The emulated death of the worker (`fault::exit_worker`).
-                            None => return,
-                        }
+                        answer
                     }
                     (None, _) => unprocessed(chunk, "the worker could not be built"),
                     (Some(_), None) => {
@@ -123,20 +101,17 @@ struct Tasks<'a, W, B> {
     setup: &'a WorkerSetup,
 }
 
-/// Runs every task of the chunk, timing each one; under emulated load, each task's time is
-/// stretched before it is measured. One clock read per task: a task ends when the next begins
-/// (a read costs tens of nanoseconds, as much as an empty task). A task that fails is reported
-/// in the answer and the rest go on, on a worker built afresh if it panicked. `None` when the
-/// worker is to die (`fault::exit_worker`). `results` is an empty vector to collect the
-/// results in (one kept from an earlier answer).
+/// Runs every task of the chunk, timing each one. One clock read per task: a task ends when the
+/// next begins (a read costs tens of nanoseconds, as much as an empty task). A task that fails
+/// is reported in the answer and the rest go on, on a worker built afresh if it panicked.
+/// `results` is an empty vector to collect the results in (one kept from an earlier answer).
 fn process<W: Worker, B: Fn() -> W>(
     tasks: &mut Tasks<'_, W, B>,
     shared: &W::Shared,
     chunk: &Chunk<W::Task>,
     mut results: Vec<W::Result>,
-    mut stretch: Option<&mut Stretch>,
     cpu: &mut clock::CpuMeter,
-) -> Option<FromWorker<W::Task, W::Result>> {
+) -> FromWorker<W::Task, W::Result> {
     results.clear();
     results.reserve(chunk.tasks.len());
     let mut failed = Vec::new();
@@ -155,7 +130,6 @@ fn process<W: Worker, B: Fn() -> W>(
         match catch_unwind(AssertUnwindSafe(|| worker.try_work(shared, task))) {
             Ok(Ok(result)) => results.push(result),
             Ok(Err(e)) => failed.push((offset as u32, e.to_string())),
-            Err(panic) if panic.is::<Exit>() => return None,
             Err(panic) => {
                 failed.push((offset as u32, panic_message(&*panic)));
                 // Its state may be half-updated: the next task gets a new one.
@@ -171,16 +145,12 @@ fn process<W: Worker, B: Fn() -> W>(
                 };
             }
         }
-        let mut ended = clock::now();
-        if let Some(stretch) = stretch.as_deref_mut() {
-            stretch.after_task(ended - begun);
-            ended = clock::now();
-        }
+        let ended = clock::now();
         task_ms.add((ended - begun).as_secs_f64() * 1e3);
         begun = ended;
     }
     let used = cpu.end(begun - started);
-    Some(FromWorker::Done(Done {
+    FromWorker::Done(Done {
         chunk: chunk.id,
         results,
         failed,
@@ -189,9 +159,7 @@ fn process<W: Worker, B: Fn() -> W>(
         wait_ns: used.wait_ns,
         late_ns: used.late_ns,
         task_ms,
-        began: Some(started),
-        hop_ns: None,
-    }))
+    })
 }
 
 /// The text a panic was raised with.

@@ -11,7 +11,7 @@ use super::chrome::write_to;
 use super::{MasterWork, Recorder, SentChunk, Trace};
 use crate::measure::Moments;
 use crate::metrics::{IterationMetrics, RunMetrics};
-use crate::transport::{Done, Failed, FromWorker};
+use crate::transport::{Done, Failed, FromWorker, Stamps};
 use crate::tuning::tunables::Decision;
 
 fn iteration(index: usize, workers: usize, predicted_ms: Option<f64>) -> IterationMetrics {
@@ -64,8 +64,6 @@ fn done(chunk: u64, tasks: usize, busy: Duration) -> FromWorker<u32, u32> {
         wait_ns: None,
         late_ns: None,
         task_ms: Moments::default(),
-        began: None,
-        hop_ns: None,
     })
 }
 
@@ -427,10 +425,12 @@ fn local_work_is_placed_exactly_and_arrows_never_go_back_in_time() {
         wait_ns: None,
         late_ns: None,
         task_ms: Moments::default(),
-        began: Some(began),
-        hop_ns: None,
     });
-    trace.received(waiting, 0, &answer);
+    let stamps = Stamps {
+        began: Some(began),
+        unbilled_ns: None,
+    };
+    trace.received(waiting, 0, (&answer, stamps));
     let recovering = trace.mark();
     trace.recovered(recovering, 0, 0, 1);
     trace.iteration_ends(0, started);

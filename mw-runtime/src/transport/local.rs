@@ -1,11 +1,8 @@
-//! The local backend: one thread per worker, values moved through channels (never encoded),
-//! optionally through an emulated network ([`super::wire`]): each message then carries the time
-//! it is due, and its receiver sleeps until then. There an answer also carries the runtime's own
-//! time in its chunk's round trip, which the link did not charge (`Done::hop_ns`): the worker's
-//! from its chunk's due time to its answer, less `do_work`, and the master's from the answer's
-//! due time to its delivery. A thread wakes tens of microseconds after a message is due, as
-//! much as the latencies emulated: left in, the fit of `mo` read the link's latency 5–20 %
-//! high, by as much as the machine was busy.
+//! The local backend: one thread per worker, values moved through channels (never encoded).
+//! The threads share the master's clock: an answer carries, beside the message, when its worker
+//! sent it, from which the master's end tells the trace when `do_work` began ([`Stamps`]). An
+//! emulated network (`--link-latency`) is a layer around these ends (`emulate/`), not part of
+//! them.
 //!
 //! Messages go through unbounded channels. Under `async` a send returns at once, so sends
 //! overlap (like `MPI_Isend`); under `sync` it returns once the receiver has taken the message
@@ -17,24 +14,22 @@
 //! held `sync` to about 16 k chunks/s on empty tasks; a sender waits for its acknowledgement
 //! the way a receiver waits for a message.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, TryRecvError, unbounded};
 
-use super::wire::{Sleeper, Wire};
-use super::{Chunk, FromWorker, MasterLink, SentBuffers, SentChunk, ToWorker, WorkerLink};
+use super::{Chunk, FromWorker, MasterLink, SentBuffers, SentChunk, Stamps, ToWorker, WorkerLink};
 use crate::clock::Instant;
 use crate::codec::Message;
-use crate::config::{EmulatedLink, Protocol};
 use crate::error::{Error, Result};
 use crate::layout::Layout;
+use crate::protocol::Protocol;
 
 /// How long a receiver looks for a message before it blocks on the channel.
 const LOOK_AGAIN: Duration = Duration::from_micros(50);
 
-/// A message and, on an emulated network, when it arrives.
-type Timed<M> = (Option<Instant>, M);
+/// An answer from a worker and, for a chunk's results, when the worker sent it.
+type Sent<M> = (Option<Instant>, M);
 
 /// Under `sync`, one side of the acknowledgements between the master and a worker: every
 /// message taken is acknowledged to its sender, whose send completes with the acknowledgement.
@@ -81,24 +76,15 @@ impl Handshake {
     }
 }
 
-/// The emulated network: the master's link out and its link back.
-#[derive(Debug)]
-struct Network {
-    out: Wire,
-    back: Wire,
-}
-
 /// The master's end: one inbox per worker, one shared channel back.
 #[derive(Debug)]
 pub(crate) struct LocalMaster<T, S, R> {
-    to_workers: Vec<Sender<Timed<ToWorker<T, S>>>>,
-    from_workers: Receiver<Timed<(usize, FromWorker<T, R>)>>,
-    network: Option<Arc<Network>>,
+    to_workers: Vec<Sender<ToWorker<T, S>>>,
+    from_workers: Receiver<Sent<(usize, FromWorker<T, R>)>>,
     /// By worker, under `sync`.
     handshakes: Option<Vec<Handshake>>,
-    sleeper: Sleeper,
-    /// On an emulated network, when the last message sent was handed to it.
-    handed: Option<Instant>,
+    /// Of the answer received last.
+    stamps: Stamps,
     /// Workers the master gave up on: nothing is sent to them, what they send is dropped.
     forsaken: Vec<bool>,
     /// Chunks travel as values; the master's encoded copies are kept in these buffers.
@@ -110,14 +96,10 @@ pub(crate) struct LocalMaster<T, S, R> {
 #[derive(Debug)]
 pub(crate) struct LocalWorker<T, S, R> {
     index: usize,
-    inbox: Receiver<Timed<ToWorker<T, S>>>,
-    to_master: Sender<Timed<(usize, FromWorker<T, R>)>>,
-    network: Option<Arc<Network>>,
+    inbox: Receiver<ToWorker<T, S>>,
+    to_master: Sender<Sent<(usize, FromWorker<T, R>)>>,
     /// Under `sync`.
     handshake: Option<Handshake>,
-    sleeper: Sleeper,
-    /// On an emulated network, when the last message taken was due.
-    due: Option<Instant>,
     finished: bool,
 }
 
@@ -141,18 +123,8 @@ const STOP_HANDOVER: Duration = Duration::from_millis(100);
 /// Both ends of a local pool.
 pub(crate) type Pool<T, S, R> = (LocalMaster<T, S, R>, Vec<LocalWorker<T, S, R>>);
 
-/// Channels for a master and `pool` workers, through `link` when one is emulated.
-pub(crate) fn connect<T, S, R>(
-    pool: usize,
-    protocol: Protocol,
-    link: Option<EmulatedLink>,
-) -> Pool<T, S, R> {
-    let network = link.map(|link| {
-        Arc::new(Network {
-            out: Wire::new(&link),
-            back: Wire::new(&link),
-        })
-    });
+/// Channels for a master and `pool` workers.
+pub(crate) fn connect<T, S, R>(pool: usize, protocol: Protocol) -> Pool<T, S, R> {
     let sync = protocol == Protocol::Sync;
     let (to_master, from_workers) = unbounded();
     let mut handshakes = Vec::new();
@@ -168,10 +140,7 @@ pub(crate) fn connect<T, S, R>(
                 index,
                 inbox,
                 to_master: to_master.clone(),
-                network: network.clone(),
                 handshake,
-                sleeper: Sleeper::default(),
-                due: None,
                 finished: false,
             };
             (tx, worker)
@@ -181,10 +150,8 @@ pub(crate) fn connect<T, S, R>(
         LocalMaster {
             to_workers,
             from_workers,
-            network,
             handshakes: sync.then_some(handshakes),
-            sleeper: Sleeper::default(),
-            handed: None,
+            stamps: Stamps::default(),
             forsaken: vec![false; pool],
             sent: SentBuffers::default(),
         },
@@ -215,13 +182,8 @@ impl<T: Message, S: Message, R: Message> MasterLink<T, S, R> for LocalMaster<T, 
             .to_workers
             .get(worker)
             .ok_or_else(|| Error::backend(format!("no worker {worker} in the pool")))?;
-        let due = self.network.as_ref().map(|n| {
-            let now = crate::clock::now();
-            self.handed = Some(now);
-            n.out.due(to_worker_len(&message), now)
-        });
         let stop = matches!(message, ToWorker::Stop);
-        if inbox.send((due, message)).is_err() {
+        if inbox.send(message).is_err() {
             // Its thread ended: it says so itself (`FromWorker::Lost`), and the message is
             // dropped as a dead process's would be.
             return Ok(());
@@ -232,13 +194,7 @@ impl<T: Message, S: Message, R: Message> MasterLink<T, S, R> for LocalMaster<T, 
         // A worker busy with a chunk (or hung in one) takes no `Stop` until it is done: the
         // master then waits for its `Finished`, bounded, rather than in this send.
         let deadline = stop.then(|| crate::clock::now() + STOP_HANDOVER);
-        if !handshake.settle(deadline) {
-            return Ok(());
-        }
-        if let Some(due) = due {
-            // A synchronous send completes once the message is delivered.
-            self.sleeper.until(due);
-        }
+        handshake.settle(deadline);
         Ok(())
     }
 
@@ -252,15 +208,15 @@ impl<T: Message, S: Message, R: Message> MasterLink<T, S, R> for LocalMaster<T, 
         self.sent.keep(sent);
     }
 
-    fn handed(&self) -> Option<Instant> {
-        self.handed
+    fn stamps(&self) -> Stamps {
+        self.stamps
     }
 
     fn recv(&mut self) -> Result<(usize, FromWorker<T, R>)> {
         loop {
-            let (due, message) = receive(&self.from_workers)
+            let (sent, message) = receive(&self.from_workers)
                 .ok_or_else(|| Error::backend("every worker exited unexpectedly"))?;
-            if let Some(message) = self.arrived(due, message) {
+            if let Some(message) = self.arrived(sent, message) {
                 return Ok(message);
             }
         }
@@ -269,14 +225,14 @@ impl<T: Message, S: Message, R: Message> MasterLink<T, S, R> for LocalMaster<T, 
     fn recv_within(&mut self, timeout: Duration) -> Result<Option<(usize, FromWorker<T, R>)>> {
         let deadline = crate::clock::now() + timeout;
         loop {
-            let (due, message) = match receive_until(&self.from_workers, Some(deadline)) {
+            let (sent, message) = match receive_until(&self.from_workers, Some(deadline)) {
                 Ok(timed) => timed,
                 Err(RecvTimeoutError::Timeout) => return Ok(None),
                 Err(RecvTimeoutError::Disconnected) => {
                     return Err(Error::backend("every worker exited unexpectedly"));
                 }
             };
-            if let Some(message) = self.arrived(due, message) {
+            if let Some(message) = self.arrived(sent, message) {
                 return Ok(Some(message));
             }
         }
@@ -297,11 +253,11 @@ impl<T, S, R> LocalMaster<T, S, R> {
             .collect()
     }
 
-    /// A message taken from the channel, once it is due; `None` when it comes from a worker the
-    /// master gave up on.
+    /// A message taken from the channel, which its worker sent at `sent`; `None` when it comes
+    /// from a worker the master gave up on.
     fn arrived(
         &mut self,
-        due: Option<Instant>,
+        sent: Option<Instant>,
         message: (usize, FromWorker<T, R>),
     ) -> Option<(usize, FromWorker<T, R>)> {
         if let Some(handshake) = self.handshakes.as_ref().and_then(|h| h.get(message.0)) {
@@ -310,83 +266,34 @@ impl<T, S, R> LocalMaster<T, S, R> {
         if self.forsaken.get(message.0) == Some(&true) {
             return None;
         }
-        let Some(due) = due else {
-            return Some(message);
+        // The worker's slice ends when it sent the answer: `do_work` began `busy_ns` before.
+        self.stamps.began = match (&message.1, sent) {
+            (FromWorker::Done(done), Some(sent)) => {
+                sent.checked_sub(Duration::from_nanos(done.busy_ns))
+            }
+            _ => None,
         };
-        self.sleeper.until(due);
-        let mut message = message;
-        if let (_, FromWorker::Done(done)) = &mut message {
-            let late = signed_ns(crate::clock::now(), due);
-            done.hop_ns = done.hop_ns.map(|hop| hop + late);
-        }
         Some(message)
     }
 }
 
 impl<T: Message, S: Message, R: Message> WorkerLink<T, S, R> for LocalWorker<T, S, R> {
     fn recv(&mut self) -> Option<ToWorker<T, S>> {
-        let (due, message) = receive(&self.inbox)?;
+        let message = receive(&self.inbox)?;
         if let Some(handshake) = &self.handshake {
             handshake.acknowledge();
         }
-        if let Some(due) = due {
-            self.sleeper.until(due);
-        }
-        self.due = due;
         Some(message)
     }
 
-    fn send(&mut self, mut message: FromWorker<T, R>) -> bool {
+    fn send(&mut self, message: FromWorker<T, R>) -> bool {
         self.finished |= matches!(message, FromWorker::Finished { .. });
-        let due = self.network.as_ref().map(|n| {
-            let now = crate::clock::now();
-            // An answer is to the chunk taken last: what its worker did besides `do_work`
-            // since that chunk was due.
-            if let (FromWorker::Done(done), Some(chunk_due)) = (&mut message, self.due) {
-                let busy = i64::try_from(done.busy_ns).unwrap_or(i64::MAX);
-                done.hop_ns = Some(signed_ns(now, chunk_due).saturating_sub(busy));
-            }
-            n.back.due(from_worker_len(&message), now)
-        });
-        let sent = self.to_master.send((due, (self.index, message))).is_ok();
+        let stamp = matches!(message, FromWorker::Done(_)).then(crate::clock::now);
+        let sent = self.to_master.send((stamp, (self.index, message))).is_ok();
         if let (true, Some(handshake)) = (sent, &mut self.handshake) {
             handshake.settle(None);
-            if let Some(due) = due {
-                self.sleeper.until(due);
-            }
         }
         sent
-    }
-}
-
-/// `later − earlier` in ns, negative when `later` came first.
-fn signed_ns(later: Instant, earlier: Instant) -> i64 {
-    let ns = |d: Duration| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX);
-    match later.checked_duration_since(earlier) {
-        Some(after) => ns(after),
-        None => -ns(earlier.saturating_duration_since(later)),
-    }
-}
-
-/// Bytes of a message to a worker as the MPI backend would send it (a tag byte and the
-/// iteration besides the payloads).
-fn to_worker_len<T: Message, S: Message>(message: &ToWorker<T, S>) -> usize {
-    1 + match message {
-        ToWorker::Shared { part, .. } => 8 + part.encoded_len(),
-        ToWorker::Chunk(chunk) => chunk.encoded_len(),
-        ToWorker::Stop => 0,
-    }
-}
-
-/// Bytes of a message to the master, likewise.
-fn from_worker_len<T: Message, R: Message>(message: &FromWorker<T, R>) -> usize {
-    1 + match message {
-        FromWorker::Ready { error } | FromWorker::Finished { error } => {
-            1 + error.as_ref().map_or(0, |e| 8 + e.len())
-        }
-        FromWorker::Done(done) => done.encoded_len(),
-        FromWorker::Failed(failed) => 16 + failed.tasks.encoded_len() + failed.message.len(),
-        FromWorker::Lost { .. } => 0,
     }
 }
 
@@ -429,14 +336,9 @@ mod tests {
     use super::*;
     use crate::transport::{Chunk, Done};
 
-    /// A chunk's round trip over an emulated link whose worker spends `held` besides `do_work`
-    /// before it answers: the answer's `hop_ns`, and the trip from the hand-off to delivery.
-    fn round_trip(held: Duration) -> (Option<i64>, Duration) {
-        let link = EmulatedLink {
-            latency_ms: 0.5,
-            bandwidth_mbit: None,
-        };
-        let (mut master, mut workers) = connect::<u32, (), u32>(1, Protocol::Async, Some(link));
+    #[test]
+    fn an_answer_says_when_do_work_began_on_the_masters_clock() {
+        let (mut master, mut workers) = connect::<u32, (), u32>(1, Protocol::Async);
         let mut worker = workers.pop().expect("one worker");
         let chunk = Chunk {
             id: 0,
@@ -444,62 +346,36 @@ mod tests {
             tasks: vec![1],
         };
         master.send(0, ToWorker::Chunk(chunk)).expect("sent");
-        let handed = master
-            .handed()
-            .expect("an emulated link says when it took the chunk");
-        let answering = std::thread::spawn(move || {
-            let Some(ToWorker::Chunk(chunk)) = worker.recv() else {
-                return;
-            };
-            std::thread::sleep(held);
-            let done = Done {
-                chunk: chunk.id,
-                results: chunk.tasks,
-                failed: Vec::new(),
-                busy_ns: 0,
-                cpu_ns: None,
-                wait_ns: None,
-                late_ns: None,
-                task_ms: Default::default(),
-                began: None,
-                hop_ns: None,
-            };
-            worker.send(FromWorker::Done(done));
-        });
-        let answer = master.recv().expect("answered");
-        let trip = crate::clock::since(handed);
-        answering.join().expect("the worker's thread");
-        match answer {
-            (0, FromWorker::Done(done)) => (done.hop_ns, trip),
-            (_, other) => panic!("not an answer: {other:?}"),
-        }
-    }
-
-    #[test]
-    fn an_answer_carries_the_time_the_link_did_not_charge() {
-        let held = Duration::from_millis(3);
-        let (hop, trip) = round_trip(held);
-        let hop = Duration::from_nanos(u64::try_from(hop.expect("measured")).expect("positive"));
-        // The worker's 3 ms are in it, and what is left of the trip is the link's 2 × 0.5 ms:
-        // how late each thread woke is in the hop too (the bound leaves room for the thread
-        // to be preempted between its delivery and the clock read here).
-        assert!(hop >= held, "{hop:?}");
-        let link = trip.saturating_sub(hop);
-        let off = link.abs_diff(Duration::from_millis(1));
-        assert!(off < Duration::from_micros(500), "{link:?} of {trip:?}");
-    }
-
-    #[test]
-    fn without_a_link_nothing_is_measured() {
-        let (master, _) = connect::<u32, (), u32>(1, Protocol::Async, None);
-        assert_eq!(master.handed(), None);
-    }
-
-    #[test]
-    fn signed_differences_of_instants() {
-        let early = crate::clock::now();
-        let late = early + Duration::from_micros(5);
-        assert_eq!(signed_ns(late, early), 5_000);
-        assert_eq!(signed_ns(early, late), -5_000);
+        let Some(ToWorker::Chunk(chunk)) = worker.recv() else {
+            panic!("no chunk");
+        };
+        let began = crate::clock::now();
+        std::thread::sleep(Duration::from_millis(2));
+        let busy_ns = u64::try_from(crate::clock::since(began).as_nanos()).expect("short");
+        let done = Done {
+            chunk: chunk.id,
+            results: chunk.tasks,
+            failed: Vec::new(),
+            busy_ns,
+            cpu_ns: None,
+            wait_ns: None,
+            late_ns: None,
+            task_ms: Default::default(),
+        };
+        assert!(worker.send(FromWorker::Done(done)));
+        assert!(matches!(master.recv(), Ok((0, FromWorker::Done(_)))));
+        let stamped = master.stamps().began.expect("the threads share the clock");
+        // The slice ends when the answer left: no earlier than `do_work` began, and later by
+        // the worker's few steps between the end of `do_work` and its send.
+        let after = stamped.saturating_duration_since(began);
+        assert!(
+            stamped >= began && after < Duration::from_millis(1),
+            "{after:?}"
+        );
+        assert_eq!(master.stamps().unbilled_ns, None);
+        // A message other than results says nothing of `do_work`.
+        assert!(worker.send(FromWorker::Finished { error: None }));
+        master.recv().expect("finished");
+        assert_eq!(master.stamps(), Stamps::default());
     }
 }

@@ -7,7 +7,6 @@
 pub(crate) mod local;
 #[cfg(feature = "mpi")]
 pub(crate) mod mpi;
-mod wire;
 
 use crate::clock::Instant;
 use std::sync::Arc;
@@ -23,7 +22,7 @@ use crate::trace::Heard;
 #[derive(Debug)]
 pub(crate) enum ToWorker<T, S> {
     /// The shared part of iteration `iteration`; the worker keeps both for the chunks that
-    /// follow (the index decides the worker's emulated load).
+    /// follow.
     Shared { iteration: usize, part: Arc<S> },
     /// Tasks to process.
     Chunk(Chunk<T>),
@@ -78,15 +77,21 @@ pub(crate) struct Done<R> {
     pub late_ns: Option<u64>,
     /// Per-task times in ms (count, sum, sum of squares).
     pub task_ms: Moments,
-    /// When `do_work` began on the chunk. Only the local backend carries it (its threads share
-    /// the master's clock), for the trace; it is not encoded, so under MPI it is `None`.
+}
+
+/// What a link on the master's own clock knows of the answer `recv` returned last, beyond the
+/// message: a link between processes knows nothing of it (every field `None`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Stamps {
+    /// When `do_work` began on the chunk, on the master's clock (threads share it): the trace
+    /// places the worker's slice there.
     pub began: Option<Instant>,
-    /// Behind an emulated link (local backend only, not encoded): the runtime's own time in
-    /// the chunk's round trip besides `do_work`, which the link did not charge, in ns — the
+    /// The runtime's own time in the chunk's round trip besides `do_work`, which the link did
+    /// not charge, in ns, when the link charges time of its own (an emulated network): the
     /// receiving threads waking after the messages were due, and the worker's time between
-    /// the chunk's arrival and `do_work`, and between `do_work` and its answer. Negative when
-    /// a receiver woke early. Left out of the trip, the fit of `mo` sees the link alone.
-    pub hop_ns: Option<i64>,
+    /// the chunk's arrival and `do_work`, and between `do_work` and its answer. Negative when a
+    /// receiver woke early. Left out of the trip, the fit of `mo` sees the link alone.
+    pub unbilled_ns: Option<i64>,
 }
 
 /// A chunk as the master sent it, encoded as [`Chunk`]: what the master keeps while it is out.
@@ -155,6 +160,13 @@ pub(crate) struct Failed<T> {
 /// What the trace reads of an answer.
 impl<'a, T, R> From<&'a FromWorker<T, R>> for Heard<'a> {
     fn from(message: &'a FromWorker<T, R>) -> Self {
+        Heard::from((message, Stamps::default()))
+    }
+}
+
+/// What the trace reads of an answer and of what its link knows of it.
+impl<'a, T, R> From<(&'a FromWorker<T, R>, Stamps)> for Heard<'a> {
+    fn from((message, stamps): (&'a FromWorker<T, R>, Stamps)) -> Self {
         match message {
             FromWorker::Done(done) => Heard::Results {
                 chunk: done.chunk,
@@ -163,7 +175,7 @@ impl<'a, T, R> From<&'a FromWorker<T, R>> for Heard<'a> {
                     .failed
                     .first()
                     .map(|(_, why)| (done.failed.len(), why.as_str())),
-                began: done.began,
+                began: stamps.began,
                 busy_ns: done.busy_ns,
             },
             FromWorker::Failed(failed) => Heard::Failure {
@@ -198,10 +210,17 @@ pub(crate) trait MasterLink<T, S, R> {
     fn reclaim(&mut self, sent: SentChunk) {
         drop(sent);
     }
-    /// When the last message sent was handed to an emulated network: its trip on the link
-    /// starts there, not at the engine's clock read before the send (`None` on a real one).
+    /// When the link took the last message sent, if it keeps time of its own (an emulated
+    /// network): the message's trip starts there, not at the engine's clock read before the
+    /// send. `None` on a real network.
     fn handed(&self) -> Option<Instant> {
         None
+    }
+    /// What the link knows of the answer [`recv`](Self::recv) returned last beyond its
+    /// message; nothing on a link between processes.
+    #[inline]
+    fn stamps(&self) -> Stamps {
+        Stamps::default()
     }
     /// An empty vector for the tasks of the next chunk: one a chunk sent before left behind
     /// (a backend that copies tasks out keeps it), saving an allocation per chunk.
@@ -406,8 +425,6 @@ impl<R: Message> Done<R> {
             wait_ns: (wait_ns != u64::MAX).then_some(wait_ns),
             late_ns: (late_ns != u64::MAX).then_some(late_ns),
             task_ms: Moments::from_sums(count, sum, sum_sq),
-            began: None,
-            hop_ns: None,
         })
     }
 }
@@ -436,8 +453,6 @@ mod tests {
             wait_ns: Some(56),
             late_ns: None,
             task_ms: Moments::from_sums(2, 1.5, 1.25),
-            began: None,
-            hop_ns: None,
         };
         let mut by_field = Vec::new();
         (

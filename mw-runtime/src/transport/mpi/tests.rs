@@ -65,8 +65,6 @@ fn a_dead_worker_is_lost_once_and_a_stopped_one_is_ended() {
                             wait_ns: None,
                             late_ns: None,
                             task_ms: Default::default(),
-                            began: None,
-                            hop_ns: None,
                         };
                         WorkerLink::<u32, u32, u32>::send(&mut link, FromWorker::Done(done));
                     }

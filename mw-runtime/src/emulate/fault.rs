@@ -3,12 +3,14 @@
 
 use std::cell::Cell;
 
-/// The payload that carries a worker thread's emulated death up to its loop.
-pub(crate) struct Exit;
+/// The payload that carries a worker thread's emulated death out of its task.
+struct Exit;
 
 thread_local! {
     /// The backend of the worker on this thread, if it is one.
     static BACKEND: Cell<Option<&'static str>> = const { Cell::new(None) };
+    /// The worker on this thread died the emulated death.
+    static EXITED: Cell<bool> = const { Cell::new(false) };
 }
 
 /// This thread is a worker's, on `backend`.
@@ -23,7 +25,16 @@ pub(crate) fn serving(backend: &'static str) {
 /// master's thread, say) the process aborts.
 pub fn exit_worker() -> ! {
     match BACKEND.with(Cell::get) {
-        Some("local") => std::panic::resume_unwind(Box::new(Exit)),
+        Some("local") => {
+            EXITED.with(|e| e.set(true));
+            std::panic::resume_unwind(Box::new(Exit))
+        }
         _ => std::process::abort(),
     }
+}
+
+/// Whether the worker on this thread died the emulated death: the emulation layer
+/// (`emulate/`) then runs nothing more of it and keeps its answers from the master.
+pub(crate) fn exited() -> bool {
+    EXITED.with(Cell::get)
 }
