@@ -10,10 +10,11 @@ use mw_runtime::prelude::*;
 use mw_runtime::tuning::control::{ControlAddr, ControlStream, Reply};
 use mw_runtime::tuning::{Proposal, TunerView, Tunlet};
 use mw_runtime::{
-    PolicyName, RunConfig, RunMetrics, TunableId, TunablesHandle, TuneMode, TuningConfig,
+    Objective, PolicyName, RunConfig, RunMetrics, TunableId, TunablesHandle, TuneMode, TuningConfig,
 };
 
-/// The tile size: a task takes `16 ms / tile`, so larger tiles are faster up to the range's end.
+/// The tile size: a task takes `64 ms / tile`, so larger tiles are faster up to the range's end
+/// (tasks of milliseconds, not fractions: a sleep overshoots by a fraction on a busy machine).
 const START: i64 = 1;
 const MOST: i64 = 16;
 
@@ -64,7 +65,7 @@ impl Worker for Sleeper {
     type Shared = i64;
 
     fn do_work(&mut self, tile: &i64, task: &u32) -> u32 {
-        std::thread::sleep(Duration::from_micros(16_000 / *tile as u64));
+        std::thread::sleep(Duration::from_micros(64_000 / *tile as u64));
         *task
     }
 }
@@ -95,8 +96,12 @@ fn config(control: Option<ControlAddr>) -> RunConfig {
         policy: PolicyName::Ss.into(),
         backend: BackendChoice::Local,
         // The factor only: `ss` uses none, so the program's tunlet is the only one proposing.
+        // Time, not the index (time per resource): a larger tile does less work, which the
+        // index would count as a worker less busy, against it, when the time falls by less (as
+        // on a busy machine, where each wake-up waits for a core).
         tuning: TuningConfig {
             mode: TuneMode::Factor,
+            objective: Some(Objective::Time),
             ..TuningConfig::default()
         },
         control,
