@@ -13,7 +13,7 @@ use crate::codec::Message;
 use crate::config::{BACKUP_MARGIN, OnTaskFailure};
 use crate::error::{Error, ErrorKind, Result};
 use crate::metrics::Failure;
-use crate::transport::{FromWorker, MasterLink, SentChunk};
+use crate::transport::{Failed, FromWorker, MasterLink, SentChunk};
 
 /// How often the engine looks for late chunks and silent workers while it waits.
 pub(super) const WATCH_EVERY: Duration = Duration::from_millis(50);
@@ -538,6 +538,62 @@ where
                 Some(_) | None => {}
             }
         }
+    }
+
+    /// `worker` could not process a chunk at all (it could not be built): retire it, and run
+    /// the chunk, and any it held behind it, on other workers.
+    pub(super) fn reassign(
+        &mut self,
+        round: &mut Round<M>,
+        worker: usize,
+        failed: Failed<M::Task>,
+    ) -> Result<()> {
+        let Some(flight) = self.held.get_mut(worker).and_then(VecDeque::pop_front) else {
+            return Err(Error::backend(format!(
+                "worker {worker} reported a failure without holding a chunk"
+            )));
+        };
+        if failed.chunk != flight.chunk || failed.tasks.len() != flight.len {
+            return Err(Error::backend(format!(
+                "worker {worker} returned {} tasks of chunk {} as failed, but holds {} tasks of \
+                 chunk {}",
+                failed.tasks.len(),
+                failed.chunk,
+                flight.len,
+                flight.chunk
+            )));
+        }
+        let current = flight.iteration == round.index
+            && round
+                .open
+                .get(&flight.first)
+                .is_some_and(|o| o.len == flight.len);
+        if current {
+            if let Some(open) = round.open.remove(&flight.first) {
+                self.link.reclaim(open.sent);
+            }
+            round.retry.push_back(Retry {
+                first: flight.first,
+                tasks: failed.tasks,
+                avoid: Some(worker),
+            });
+        }
+        if self.healthy[worker] {
+            eprintln!(
+                "warning: worker {worker} cannot process tasks ({}); it takes no further part",
+                failed.message
+            );
+            self.metrics.failures.push(Failure {
+                iteration: round.index,
+                worker,
+                first_task: flight.first,
+                tasks: flight.len,
+                message: failed.message.clone(),
+            });
+            self.standing[worker].lost = true;
+            self.retire(round, worker)?;
+        }
+        self.place_retries(round)
     }
 }
 
