@@ -14,6 +14,8 @@
 //! standard error is `mw: exit status N`, `N` the status its parent sees (0–255), followed by
 //! ` (REASON)` when the runtime knows why (`completed`, `failed`, `interrupted by SIGINT`,
 //! `interrupted by SIGTERM`, `panicked`, `bad input`). It is written even under `--quiet`.
+//! When `MW_STATUS_FILE` names a file (`mwgen launch` sets it), the same line is written to that
+//! file too, for a launcher that stops passing the master's standard error on.
 //!
 //! On Linux with glibc the line is written by a handler registered with `on_exit(3)`, which
 //! receives the status given to `exit`, however the process got there: `main` returning `Ok`
@@ -24,10 +26,11 @@
 //! runtime writes the line itself as the run ends, from the run's outcome: a status the program
 //! gives after the run is then not seen.
 
+use std::ffi::CString;
 use std::fmt;
 use std::io::Write;
-use std::sync::Once;
 use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::{Once, OnceLock};
 
 use crate::launch;
 use crate::signal::Signal;
@@ -91,10 +94,24 @@ fn is_launched_master() -> bool {
 pub fn report_exit_status() {
     REGISTER.call_once(|| {
         if is_launched_master() {
+            if let Some(path) = std::env::var_os(STATUS_FILE) {
+                use std::os::unix::ffi::OsStringExt;
+                if let Ok(path) = CString::new(path.into_vec()) {
+                    let _ = STATUS_PATH.set(path);
+                }
+            }
             exit_hook::register();
         }
     });
 }
+
+/// The variable naming a file the line is written to as well: `mwgen launch` sets it, since a
+/// launcher may stop passing the master's standard error on (hydra, after losing a node) while
+/// a file on the master's node does not depend on it.
+pub(crate) const STATUS_FILE: &str = "MW_STATUS_FILE";
+
+/// [`STATUS_FILE`]'s value, read when the hook is registered: the hook allocates nothing.
+static STATUS_PATH: OnceLock<CString> = OnceLock::new();
 
 /// Where there is no `on_exit` the runtime writes the line as the run ends, with the status
 /// the run's outcome implies.
@@ -154,6 +171,20 @@ fn write_line(status: i32) {
     }
     let len = cursor.position() as usize;
     exit_hook::write_stderr(&buffer[..len]);
+    if let Some(path) = STATUS_PATH.get() {
+        write_status_file(path, &buffer[..len]);
+    }
+}
+
+/// Writes the line to `path`, a file of the user's own: created with mode 0600 or emptied, never
+/// through a link, in one `write(2)`; a reader takes it only once the line is whole.
+fn write_status_file(path: &std::ffi::CStr, line: &[u8]) {
+    use rustix::fs::{Mode, OFlags};
+    let flags =
+        OFlags::WRONLY | OFlags::CREATE | OFlags::TRUNC | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    if let Ok(file) = rustix::fs::open(path, flags, Mode::RUSR | Mode::WUSR) {
+        let _ = rustix::io::write(&file, line);
+    }
 }
 
 #[cfg(all(target_os = "linux", target_env = "gnu"))]

@@ -197,8 +197,23 @@ fn launch(args: &LaunchArgs) -> u8 {
             return 1;
         }
     };
+    // Where the master writes its status line as well (mw-runtime reads `MW_STATUS_FILE`): a
+    // launcher may stop passing its standard error on (hydra, after losing a node). A folder
+    // only this user can enter, removed at the end.
+    let status_dir = match tempfile::Builder::new().prefix("mwgen-launch-").tempdir() {
+        Ok(dir) => dir,
+        Err(e) => {
+            say(&format!(
+                "error: cannot make a folder for the master's status: {e}"
+            ));
+            signals.close();
+            return 1;
+        }
+    };
+    let status_file = status_dir.path().join("status");
     let spawned = Command::new(program)
         .args(rest)
+        .env("MW_STATUS_FILE", &status_file)
         .stdin(Stdio::inherit())
         .stdout(Stdio::inherit())
         .stderr(Stdio::piped())
@@ -236,6 +251,10 @@ fn launch(args: &LaunchArgs) -> u8 {
                 let _ = events.send(Event::Exited(status));
             }
         });
+    }
+    {
+        let events = events.clone();
+        std::thread::spawn(move || watch_status_file(&status_file, &events));
     }
     drop(events);
 
@@ -372,6 +391,19 @@ fn names_a_rank(pid: i32) -> bool {
             .iter()
             .any(|name| variable.starts_with(name.as_bytes()))
     })
+}
+
+/// Reports the master's status once its line is whole in `path` (it ends with a newline),
+/// looking every 100 ms until then; the thread ends with the process.
+fn watch_status_file(path: &std::path::Path, events: &Sender<Event>) {
+    loop {
+        let line = std::fs::read(path).unwrap_or_default();
+        if let Some(code) = master_status(&line).filter(|_| line.ends_with(b"\n")) {
+            let _ = events.send(Event::MasterStatus(code));
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
 }
 
 /// Copies the launcher's standard error to ours line by line, reporting the master's status.

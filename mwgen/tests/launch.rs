@@ -197,3 +197,13 @@ fn a_signal_reaches_the_ranks_on_this_node_at_once() {
         start.elapsed()
     );
 }
+
+#[test]
+fn the_master_s_status_is_read_from_its_file_when_the_launcher_drops_its_output() {
+    // As hydra after losing a node: the master's standard error never comes through and the
+    // launcher does not exit; the master wrote its line to MW_STATUS_FILE as well.
+    let script = "echo 'mw: exit status 3 (failed)' > \"$MW_STATUS_FILE\"; sleep 20";
+    let (output, took) = launch(&["--grace", "1"], script);
+    assert_eq!(output.status.code(), Some(3), "{}", stderr(&output));
+    assert!(took < Duration::from_secs(10), "{took:?}");
+}

@@ -115,7 +115,14 @@ fn under_a_launcher_only_the_first_rank_prints_a_refused_flag() {
             .arg(arg);
         cmd
     };
-    let first = launched("0", "--bogus").assert().failure().code(2);
+    // The status line goes to MW_STATUS_FILE too, as `mwgen launch` asks.
+    let dir = tempfile::tempdir().unwrap();
+    let status = dir.path().join("status");
+    let first = launched("0", "--bogus")
+        .env("MW_STATUS_FILE", &status)
+        .assert()
+        .failure()
+        .code(2);
     let stderr = String::from_utf8(first.get_output().stderr.clone()).unwrap();
     assert!(
         stderr.starts_with("error: unexpected argument '--bogus'"),
@@ -124,6 +131,10 @@ fn under_a_launcher_only_the_first_rank_prints_a_refused_flag() {
     assert!(
         stderr.ends_with("mw: exit status 2 (bad input)\n"),
         "{stderr}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&status).unwrap(),
+        "mw: exit status 2 (bad input)\n"
     );
     for rank in ["1", "3"] {
         let other = launched(rank, "--bogus").assert().failure().code(2);
