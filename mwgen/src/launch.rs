@@ -2,9 +2,11 @@
 //! master's exit status, which some launchers drop.
 //!
 //! The master of a launched run says its status as the last line of its standard error,
-//! `mw: exit status N` (mw-runtime's contract). The wrapper runs the launcher in a process
-//! group of its own, passes its standard output through untouched and copies its standard
-//! error line by line, watching for that line. SIGINT, SIGTERM and SIGHUP are passed on to the
+//! `mw: exit status N` (mw-runtime's contract), and writes the same line to the file
+//! `MW_STATUS_FILE` names. The wrapper runs the launcher in a process group of its own, with
+//! that variable naming a file in a folder of its own, passes its standard output through
+//! untouched and copies its standard error line by line, watching for that line, and watches
+//! the file, for a launcher that stops passing the master's output on. SIGINT, SIGTERM and SIGHUP are passed on to the
 //! launcher's group, and to the ranks it started on this node. Once the master has said its
 //! status, the launcher has `--grace` seconds to exit; then its group gets SIGTERM, and SIGKILL
 //! 2 s later (a stuck `mpirun` ignores SIGTERM). The wrapper exits with, in order: the master's status (but the wrapper's own
@@ -31,7 +33,9 @@ The master of a launched mw program says its status as the last line of its stan
 exits 0 whatever the ranks return, and a rank lost on another node can leave it running after \
 the master has ended. This wrapper exits with the status the master said, and ends a launcher \
 that is still running --grace seconds after it (SIGTERM to its process group, SIGKILL 2 s \
-later). Standard output passes through untouched; standard error is copied line by line; \
+later). The master also writes its line to the file MW_STATUS_FILE names, which this wrapper \
+sets and watches, for a launcher that stops passing the master's output on. Standard output \
+passes through untouched; standard error is copied line by line; \
 SIGINT, SIGTERM and SIGHUP are passed on to the launcher, and at once to the ranks it started \
 on this node (mpirun passes a Ctrl-C on to them only a second later).
 
