@@ -274,10 +274,7 @@ impl Estimate {
         if kept.is_empty() {
             return;
         }
-        self.window.push_back(Log {
-            sends: sends.to_vec(),
-            transfers: kept,
-        });
+        self.window.push_back(Log::new(sends, kept));
         while self.window.len() > FIT_WINDOW {
             self.window.pop_front();
         }
