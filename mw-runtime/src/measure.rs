@@ -268,9 +268,17 @@ impl Probe {
     }
 
     /// Tasks answered so far, the processing time they took (in ms), and the answers.
+    /// The tasks answered, their own processing time in ms ([`Observation::own_ms`]) and the
+    /// answers received so far.
     pub(crate) fn done(&self) -> (u64, f64, u64) {
         let tasks = self.tasks.iter().map(Moments::count).sum();
-        (tasks, self.busy.iter().map(|&b| ms(b)).sum(), self.answers)
+        (tasks, self.own_ms(), self.answers)
+    }
+
+    /// The processing time less the waits for a core measured in it.
+    fn own_ms(&self) -> f64 {
+        let busy: Duration = self.busy.iter().sum();
+        ms(busy.saturating_sub(self.wait))
     }
 
     /// The measurements so far, for a checkpoint inside the iteration: `facts` describe the
@@ -302,6 +310,7 @@ impl Probe {
         let active = self.tasks.iter().filter(|t| t.count() > 0).count().max(1);
         Observation {
             facts,
+            own_ms: self.own_ms(),
             tc_ms: busy_ms.iter().sum(),
             busy_ms,
             active,
@@ -353,6 +362,11 @@ pub(crate) struct Observation {
     pub facts: Facts,
     /// `Tc`: total processing time, in ms.
     pub tc_ms: f64,
+    /// `Tc` less the workers' waits for a core, where measured: the processing time the tasks
+    /// had a core for or waited on something else (sleep, I/O). Run-queue waits come from the
+    /// cores' crowding, by other programs or by more workers than cores, not from the work, so
+    /// the index objective divides by this: the same work scores the same however crowded.
+    pub own_ms: f64,
     /// Processing time of each worker of the pool (`λ_i`), in ms.
     pub busy_ms: Vec<f64>,
     /// Workers that processed at least one chunk.

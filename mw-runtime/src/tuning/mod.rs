@@ -765,7 +765,8 @@ pub(crate) struct Span {
     pub ms: f64,
     /// Tasks answered.
     pub tasks: u64,
-    /// Their processing time, in ms.
+    /// Their own processing time, in ms: less the waits for a core, as the index objective
+    /// counts it ([`score`]).
     pub busy_ms: f64,
     /// Answers (chunks) received.
     pub answers: u64,
@@ -796,13 +797,17 @@ impl Span {
 }
 
 /// The quantity the objective minimizes for one iteration, per task so that iterations of
-/// different sizes compare: `Tt/M` for `time`, `n·Tt²/(Tc·M)` (`Pi` per task) for `index`.
+/// different sizes compare: `Tt/M` for `time`, `n·Tt²/(Tc·M)` (`Pi` per task) for `index`,
+/// with `Tc` the tasks' own processing time ([`Observation::own_ms`](crate::measure::Observation)):
+/// with the workers' time as measured, tasks crowded off the cores by another program looked
+/// like more work done, and a worker added on a busy machine, which made iterations faster,
+/// was rolled back.
 pub(crate) fn score(obs: &Observation, objective: Objective) -> f64 {
     let tasks = obs.facts.tasks.max(1) as f64;
     let t = obs.facts.time_ms;
     match objective {
         Objective::Time => t / tasks,
-        Objective::Index if obs.tc_ms > 0.0 => obs.active as f64 * t * t / (obs.tc_ms * tasks),
+        Objective::Index if obs.own_ms > 0.0 => obs.active as f64 * t * t / (obs.own_ms * tasks),
         Objective::Index => t / tasks,
     }
 }

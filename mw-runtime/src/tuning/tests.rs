@@ -69,6 +69,7 @@ fn measured(index: usize, n: usize, p: &Params, time_ms: Option<f64>) -> Observa
             time_ms: time,
             mixed: false,
         },
+        own_ms: p.tc_ms,
         tc_ms: p.tc_ms,
         busy_ms,
         active: n,
@@ -831,10 +832,25 @@ fn scores_compare_iterations_of_different_sizes() {
     bigger.facts.tasks *= 2;
     bigger.facts.time_ms *= 2.0;
     bigger.tc_ms *= 2.0;
+    bigger.own_ms *= 2.0;
     for objective in [Objective::Time, Objective::Index] {
         let (a, b) = (score(&obs, objective), score(&bigger, objective));
         assert!((a - b).abs() < 1e-12 * a, "{objective}: {a} vs {b}");
     }
+}
+
+#[test]
+fn the_index_counts_the_tasks_own_time_not_their_waits_for_a_core() {
+    // N-Body on 2 cores beside a program spinning on both, as measured: one worker took 256 ms
+    // an iteration, its tasks 197 ms of which 150 waiting for a core; two took 153 ms, their
+    // tasks 111 ms of which 64 waiting. The same work, done faster: the index must prefer two.
+    let p = fig6(1.0);
+    let mut one = measured(0, 1, &p, Some(256.0));
+    (one.tc_ms, one.own_ms, one.active) = (197.0, 47.0, 1);
+    let mut two = measured(1, 2, &p, Some(153.0));
+    (two.tc_ms, two.own_ms, two.active) = (111.0, 47.0, 2);
+    let (one, two) = (score(&one, Objective::Index), score(&two, Objective::Index));
+    assert!(two < one, "two workers {two} against one {one}");
 }
 
 #[test]

@@ -446,6 +446,7 @@ impl TunerViewBuilder {
                 time_ms,
                 mixed: false,
             },
+            own_ms: tc_ms,
             tc_ms,
             busy_ms,
             active: n,
