@@ -124,7 +124,8 @@ fn run(args: &Args) -> Result<(), String> {
     let mut commands = String::new();
     let mut buffer = vec![0u8; 65536];
     let mut wake = Wake::default();
-    let mut armed = None;
+    // The expiry of the timer as set, when it was set for a time still to come.
+    let mut timed = None;
     loop {
         let slept_from = sys::now_ns();
         sys::poll(&mut fds).map_err(|e| format!("poll: {e}"))?;
@@ -160,7 +161,7 @@ fn run(args: &Args) -> Result<(), String> {
             }
         }
         if fds[taps.len() + 1].revents & libc::POLLIN != 0
-            && let Some(armed) = armed
+            && let Some(armed) = timed
         {
             wake.woke(armed, woke);
         }
@@ -179,10 +180,13 @@ fn run(args: &Args) -> Result<(), String> {
                 let _ = tap.write(&frame);
             }
         }
-        armed = switch.next_due().map(|due| wake.arm_for(due));
+        let armed = switch.next_due().map(|due| wake.arm_for(due));
         timer
             .expire_at(armed)
             .map_err(|e| format!("timerfd: {e}"))?;
+        // A timer set for a time already past expires at once: its wake-up says nothing of
+        // the lateness.
+        timed = armed.filter(|&at| at > sys::now_ns());
     }
 }
 
