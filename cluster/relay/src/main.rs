@@ -202,7 +202,7 @@ struct Wake {
 
 impl Wake {
     /// The most the relay waits on the clock (and the most lateness it learns).
-    const MOST_NS: f64 = 200_000.0;
+    const MOST_NS: f64 = 50_000.0;
 
     fn lateness_ns(&self) -> u64 {
         self.lateness as u64
