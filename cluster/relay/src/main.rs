@@ -139,7 +139,15 @@ fn run(args: &Args) -> Result<(), String> {
         for (port, tap) in taps.iter_mut().enumerate() {
             let revents = fds[port].revents;
             if revents & (libc::POLLERR | libc::POLLHUP | libc::POLLNVAL) != 0 {
-                return Err(format!("tap `{}` is gone", names[port]));
+                // Deleted (`ip link del` in its namespace): the port is cut off for good, the
+                // others go on.
+                eprintln!(
+                    "mw-relay: tap `{}` is gone: its port is cut off",
+                    names[port]
+                );
+                switch.cut(port, true);
+                fds[port].fd = -1;
+                continue;
             }
             if revents & libc::POLLIN == 0 {
                 continue;
