@@ -6,7 +6,6 @@
 use std::collections::VecDeque;
 
 use super::Span;
-use crate::policy::PolicyChoice;
 use crate::tuning::tunables::{Change, Tunable, TunableId, TunableValue};
 
 /// Relative gain below which no proposal is acted on, however quiet the measurements.
@@ -46,10 +45,10 @@ pub struct Proposal {
 }
 
 impl Proposal {
-    /// Proposes `value` for the tunable `id` (a built-in one, [`TunableId::FACTOR`] or
-    /// [`TunableId::NWORKERS`], or one the program declared), predicting that the iterations
-    /// take `gain` (a fraction, `0.1` for 10 %) less time with it; `reason` is logged with the
-    /// decision if the proposal becomes one.
+    /// Proposes `value` for the tunable `id` (a built-in one, [`TunableId::NWORKERS`],
+    /// [`TunableId::FACTOR`] or [`TunableId::POLICY`], or one the program declared), predicting
+    /// that the iterations take `gain` (a fraction, `0.1` for 10 %) less time with it; `reason`
+    /// is logged with the decision if the proposal becomes one.
     pub fn new<T: TunableValue>(
         id: TunableId<T>,
         value: T,
@@ -58,24 +57,8 @@ impl Proposal {
     ) -> Proposal {
         Proposal {
             change: id.change(value),
-            // The tuner fills in the value in force and the time predicted from its
-            // measurements.
-            from: f64::NAN,
-            to: value.to_f64(),
-            gain,
-            sensitivity: 1.0,
-            predicted_ms: f64::NAN,
-            miss: 0.0,
-            explanation: Explanation::Declared(reason.into()),
-        }
-    }
-
-    /// Proposes the policy `policy`, as [`new`](Proposal::new) proposes a number.
-    pub fn policy(policy: impl Into<PolicyChoice>, gain: f64, reason: impl Into<String>) -> Self {
-        Proposal {
-            change: Change::Policy(policy.into()),
-            // The tuner numbers the policy among those registered, and fills in the policy in
-            // force and the time predicted.
+            // The tuner fills in the value in force and the value proposed as it compares
+            // them, and the time predicted from its measurements.
             from: f64::NAN,
             to: f64::NAN,
             gain,
@@ -403,9 +386,10 @@ impl Decider {
             }
             Evidence::For(p) => p,
         };
-        let direction = match p.change {
-            Change::Policy(_) => p.to + 1.0,
-            _ => (p.to - p.from).signum(),
+        let direction = if p.change.ordered() {
+            (p.to - p.from).signum()
+        } else {
+            p.to + 1.0
         };
         if streak.count > 0 && streak.direction == direction {
             streak.count += 1;
@@ -462,7 +446,7 @@ impl Decider {
             .filter(|l| !l.conditions.changed_a_lot(now))
             .find_map(|l| {
                 let span = (l.to - l.from).abs();
-                if let Change::Policy(_) = proposal.change {
+                if !proposal.change.ordered() {
                     // Policies have no order: only the value rolled back from, or left, is
                     // closed.
                     return if l.rolled_back {

@@ -10,7 +10,7 @@ use super::simulate::{SimWorker, Spec, simulate};
 use crate::measure::TaskStats;
 use crate::policy::{PolicyChoice, PolicyName};
 use crate::protocol::Protocol;
-use crate::tuning::tunables::Change;
+use crate::tuning::tunables::TunableId;
 
 /// The factors tried: 0.1, 0.2, …, 1.0.
 pub(crate) const CANDIDATES: [f64; 10] = [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0];
@@ -359,7 +359,7 @@ fn propose_from(
         best: (factor, time),
     };
     Some(Proposal {
-        change: Change::Factor(factor),
+        change: TunableId::FACTOR.change(factor),
         from: current,
         to: factor,
         gain,

@@ -14,7 +14,7 @@ use super::decide::{Explanation, Proposal};
 use super::factor::{Key, REPS, SAME_SPEED_MAX};
 use super::simulate::{SimWorker, Spec, simulate, simulate_with};
 use crate::policy::{PolicyChoice, PolicyName};
-use crate::tuning::tunables::{Change, policy_number};
+use crate::tuning::tunables::{TunableId, policy_number};
 
 /// The built-in policies simulated: `daf` first (ties go to the earlier candidate), then every
 /// other one in [`PolicyName::ALL`] order but `dpf` (the same cuts as `factoring`) and `auto`;
@@ -179,7 +179,7 @@ impl PolicyTunlet {
         Some(Proposal {
             from: number(running),
             to: number(&policy),
-            change: Change::Policy(policy),
+            change: TunableId::POLICY.change(policy),
             gain,
             sensitivity: 1.0,
             predicted_ms: base * (1.0 - gain),

@@ -225,7 +225,11 @@ fn the_workers_tunlet_proposes_the_models_optimum() {
             Protocol::Async,
         )
         .unwrap();
-        assert_eq!(proposal.change, Change::Nworkers(expected), "{objective}");
+        assert_eq!(
+            proposal.change,
+            TunableId::NWORKERS.change(expected as i64),
+            "{objective}"
+        );
         let predicted = model::iteration_time(&p, expected, Protocol::Async).unwrap();
         assert!((proposal.predicted_ms - predicted).abs() < 1e-6);
     }
@@ -291,7 +295,7 @@ fn the_workers_tunlet_stays_within_its_range_and_the_mcmc() {
         Protocol::Async,
     )
     .unwrap();
-    assert_eq!(proposal.change, Change::Nworkers(10));
+    assert_eq!(proposal.change, TunableId::NWORKERS.change(10));
 }
 
 #[test]
@@ -455,7 +459,7 @@ fn external_changes_hold_the_tunable_until_released() {
     let mut h = Harness::new(4, Objective::Index);
     h.handle
         .request_why(
-            Change::Nworkers(8),
+            TunableId::NWORKERS.change(8),
             crate::tuning::tunables::Why::plain(
                 crate::tuning::tunables::Source::External,
                 "external",
@@ -522,7 +526,7 @@ fn the_factor_tunlet_simulates_candidates() {
         &setting(0.2),
     )
     .unwrap();
-    assert_eq!(proposal.change, Change::Factor(1.0));
+    assert_eq!(proposal.change, TunableId::FACTOR.change(1.0));
     assert!(proposal.gain > 0.0);
     assert!(
         factor_proposal(
@@ -876,7 +880,7 @@ fn the_policy_tunlet_simulates_the_portfolio() {
         tunlet.propose(view)
     })
     .unwrap();
-    let Change::Policy(PolicyChoice::BuiltIn(best)) = proposal.change else {
+    let Some(PolicyChoice::BuiltIn(best)) = proposal.change.value(TunableId::POLICY) else {
         panic!("{proposal:?}")
     };
     // Static waits for the slow workers' 100 tasks: 400 ms, where the best is near the ideal.
@@ -900,13 +904,13 @@ fn the_policy_tunlet_simulates_the_portfolio() {
     // Policies have no order: a streak counts proposals of the same policy.
     let mut decider = decide::Decider::default();
     let to = |policy: PolicyName| decide::Proposal {
-        change: Change::Policy(policy.into()),
+        change: TunableId::POLICY.change(policy.into()),
         to: PolicyName::ALL.iter().position(|&p| p == policy).unwrap() as f64,
         ..proposal.clone()
     };
     assert_eq!(
         decider.hold(
-            crate::tuning::tunables::Tunable::Policy,
+            crate::tuning::tunables::Tunable::POLICY,
             decide::Evidence::For(&to(PolicyName::Wf)),
             0
         ),
@@ -914,7 +918,7 @@ fn the_policy_tunlet_simulates_the_portfolio() {
     );
     assert_eq!(
         decider.hold(
-            crate::tuning::tunables::Tunable::Policy,
+            crate::tuning::tunables::Tunable::POLICY,
             decide::Evidence::For(&to(PolicyName::Af)),
             0
         ),
@@ -922,7 +926,7 @@ fn the_policy_tunlet_simulates_the_portfolio() {
     );
     assert_eq!(
         decider.hold(
-            crate::tuning::tunables::Tunable::Policy,
+            crate::tuning::tunables::Tunable::POLICY,
             decide::Evidence::For(&to(PolicyName::Af)),
             0
         ),
@@ -934,7 +938,7 @@ fn the_policy_tunlet_simulates_the_portfolio() {
 fn a_gain_within_the_noise_neither_counts_nor_breaks_a_streak() {
     use decide::Evidence::{For, Nothing, Weak};
     let up = decide::Proposal {
-        change: Change::Nworkers(8),
+        change: TunableId::NWORKERS.change(8),
         from: 7.0,
         to: 8.0,
         gain: 0.1,
@@ -944,11 +948,11 @@ fn a_gain_within_the_noise_neither_counts_nor_breaks_a_streak() {
         explanation: decide::Explanation::Declared(String::new()),
     };
     let down = decide::Proposal {
-        change: Change::Nworkers(6),
+        change: TunableId::NWORKERS.change(6),
         to: 6.0,
         ..up.clone()
     };
-    let workers = crate::tuning::tunables::Tunable::Nworkers;
+    let workers = crate::tuning::tunables::Tunable::NWORKERS;
     let mut decider = decide::Decider::default();
     // A loaded phase seen clearly at one look, looks within the noise between, and the next
     // loaded phase: two looks the same way.
@@ -1116,8 +1120,12 @@ fn a_change_that_takes_effect_next_iteration_is_judged_on_that_iteration() {
     let tile = h.handle.declare("tile", 1_i64, 1..=8).unwrap();
     h.tuner.add_tunlets(vec![Box::new(DoubleTile(tile))]);
     // Only the tile is left to the tuner.
-    h.handle.request(Change::Factor(0.5), "fixed").unwrap();
-    h.handle.request(Change::Nworkers(4), "fixed").unwrap();
+    h.handle
+        .request(TunableId::FACTOR.change(0.5), "fixed")
+        .unwrap();
+    h.handle
+        .request(TunableId::NWORKERS.change(4), "fixed")
+        .unwrap();
     h.handle.apply_pending(0);
 
     // Iteration 0: 1600 tasks of 1 ms on 4 workers; checkpoints every 400 tasks. The tasks

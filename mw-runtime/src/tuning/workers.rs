@@ -9,7 +9,7 @@ use super::machine::Machine;
 use crate::measure::Observation;
 use crate::model::balance::quality_bound;
 use crate::protocol::Protocol;
-use crate::tuning::tunables::Change;
+use crate::tuning::tunables::TunableId;
 
 /// Imbalance tolerated above the model's bound before the load counts as unbalanced.
 pub(crate) const BALANCE_SLACK: f64 = 0.05;
@@ -155,7 +155,7 @@ pub(crate) fn propose(
         best,
     };
     Some(Proposal {
-        change: Change::Nworkers(target),
+        change: TunableId::NWORKERS.change(target as i64),
         from: current as f64,
         to: target as f64,
         gain,
