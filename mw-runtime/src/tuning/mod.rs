@@ -33,6 +33,7 @@ mod tests;
 
 pub use crate::layout::Layout;
 pub use decide::Proposal;
+pub use machine::Machine;
 pub use view::{TunerView, TunerViewBuilder};
 
 use std::fmt;
@@ -717,15 +718,7 @@ impl Tunlet for workers::WorkersTunlet {
         TunableId::NWORKERS.tunable()
     }
     fn propose(&mut self, view: &TunerView<'_>) -> Option<Proposal> {
-        workers::propose(
-            view.look.estimate,
-            view.look.obs,
-            view.look.iteration_tasks,
-            view.nworkers,
-            view.range,
-            view.objective,
-            view.protocol(),
-        )
+        workers::propose(view)
     }
 }
 

@@ -129,6 +129,50 @@ fn in_view<R>(
     f(&view)
 }
 
+/// What the workers tunlet proposes after `obs`, for an iteration of `tasks` tasks with
+/// `current` workers taking part, through the view the tuner gives it.
+fn propose_workers(
+    est: &Estimate,
+    obs: &Observation,
+    tasks: usize,
+    current: usize,
+    range: workers::Range,
+    objective: Objective,
+    protocol: Protocol,
+) -> Option<Proposal> {
+    let tunables = Tunables {
+        nworkers: current,
+        factor: 0.5,
+        policy: PolicyName::Daf.into(),
+    };
+    let stats = TaskStats::new(current);
+    let look = Look {
+        estimate: est,
+        obs,
+        remaining: tasks,
+        current: &tunables,
+        healthy: current,
+        stats: &stats,
+        first: false,
+        factor: true,
+        midway: None,
+        iteration_tasks: tasks,
+    };
+    let setting = factor::Setting::of(&look, 1, protocol, 1);
+    let handle = TunablesHandle::new(tunables.clone(), range.hi.max(current));
+    let registered = crate::policy::Registry::default();
+    let view = TunerView {
+        look: &look,
+        setting: &setting,
+        range,
+        objective,
+        nworkers: current,
+        handle: &handle,
+        registered: &registered,
+    };
+    workers::propose(&view)
+}
+
 /// What the factor tunlet proposes for `setting` after `obs`.
 fn factor_proposal(
     tunlet: &mut factor::FactorTunlet,
@@ -215,7 +259,7 @@ fn the_workers_tunlet_proposes_the_models_optimum() {
         (Objective::Index, curve.capped(mcmc).best_index().workers),
         (Objective::Time, curve.capped(mcmc).best_time().workers),
     ] {
-        let proposal = workers::propose(
+        let proposal = propose_workers(
             &est,
             &obs,
             obs.facts.tasks,
@@ -239,7 +283,7 @@ fn the_workers_tunlet_proposes_the_models_optimum() {
     let at_optimum = measured(1, 23, &p, None);
     let _ = est.update(&at_optimum, Protocol::Async);
     assert!(
-        workers::propose(
+        propose_workers(
             &est,
             &at_optimum,
             at_optimum.facts.tasks,
@@ -267,7 +311,7 @@ fn the_workers_tunlet_stays_within_its_range_and_the_mcmc() {
     let obs = measured(0, 1, &p, None);
     let _ = est.update(&obs, Protocol::Async);
     let range = workers::Range { lo: 1, hi: 32 };
-    let proposal = workers::propose(
+    let proposal = propose_workers(
         &est,
         &obs,
         obs.facts.tasks,
@@ -285,7 +329,7 @@ fn the_workers_tunlet_stays_within_its_range_and_the_mcmc() {
     let mut est = Estimate::default();
     let _ = est.update(&obs, Protocol::Async);
     let narrow = workers::Range { lo: 2, hi: 10 };
-    let proposal = workers::propose(
+    let proposal = propose_workers(
         &est,
         &obs,
         obs.facts.tasks,
@@ -1248,7 +1292,7 @@ fn on_four_cores(p: &Params, n: usize, (cpu, wait, late): (f64, Option<f64>, f64
     let _ = est.update(&obs, Protocol::Async);
     let range = workers::Range { lo: 1, hi: 60 };
     let tasks = obs.facts.tasks;
-    workers::propose(
+    propose_workers(
         &est,
         &obs,
         tasks,
