@@ -26,6 +26,10 @@ fn candidates() -> impl Iterator<Item = PolicyName> {
     std::iter::once(PolicyName::Daf).chain(rest)
 }
 
+/// The built-in policy of the specification a registered policy is simulated with:
+/// `simulate_with` cuts with the policy its factory makes and does not read it.
+const UNREAD: PolicyName = PolicyName::Static;
+
 /// How much slower than the best a candidate proposed at the last look may simulate and still
 /// be proposed again: about the spread of the simulated times of one candidate from one look
 /// to the next (new task times, another seed).
@@ -84,12 +88,6 @@ impl PolicyTunlet {
         if tasks == 0 || view.measured_workers() < n {
             return None;
         }
-        // What the simulations are keyed on: a registered policy as `auto`, the factor
-        // tunlet's way.
-        let setting_policy = match running {
-            PolicyChoice::BuiltIn(name) => *name,
-            PolicyChoice::Registered(_) => PolicyName::Auto,
-        };
         let factor = view.factor();
         let workers = view.simulated_workers(n);
         // Inside an iteration the master simulates instead of sending, and the workers of
@@ -100,7 +98,7 @@ impl PolicyTunlet {
             self.remember(view.iteration(), &workers);
         }
         let scenarios = self.scenarios(&workers);
-        let key = Key::new(view, setting_policy, &scenarios.concat());
+        let key = Key::new(view, running, &scenarios.concat());
         if let Some(at) = self.last.iter().position(|(last, _)| last.close_to(&key)) {
             // The one used goes last, the oldest is dropped first.
             let hit = self.last.remove(at);
@@ -118,7 +116,7 @@ impl PolicyTunlet {
                         .iter()
                         .map(|speeds| match (&policy, factory) {
                             (_, Some(factory)) => {
-                                let spec = view.simulation(speeds, setting_policy, factor);
+                                let spec = view.simulation(speeds, UNREAD, factor);
                                 simulate_with(&spec, &|| factory(), seed, reps)
                             }
                             (PolicyChoice::BuiltIn(name), None) => {
@@ -140,23 +138,20 @@ impl PolicyTunlet {
         let current = simulated_as(running);
         // What ran is compared with one simulated run: a whole iteration's or a tenth's tasks
         // are many enough for their sum to vary little.
-        let simulate_current =
-            |tasks: usize| {
-                let seed = view.iteration() as u64;
-                let spec = |policy| Spec {
-                    tasks,
-                    ..view.simulation(&workers, policy, factor)
-                };
-                match &current {
-                    PolicyChoice::BuiltIn(name) => Some(simulate(&spec(*name), seed, 1)),
-                    PolicyChoice::Registered(name) => registered
-                        .iter()
-                        .find(|(n, _)| n == name)
-                        .map(|(_, factory)| {
-                            simulate_with(&spec(setting_policy), &|| factory(), seed, 1)
-                        }),
-                }
+        let simulate_current = |tasks: usize| {
+            let seed = view.iteration() as u64;
+            let spec = |policy| Spec {
+                tasks,
+                ..view.simulation(&workers, policy, factor)
             };
+            match &current {
+                PolicyChoice::BuiltIn(name) => Some(simulate(&spec(*name), seed, 1)),
+                PolicyChoice::Registered(name) => registered
+                    .iter()
+                    .find(|(n, _)| n == name)
+                    .map(|(_, factory)| simulate_with(&spec(UNREAD), &|| factory(), seed, 1)),
+            }
+        };
         self.learn(view, &current, &simulate_current);
         let (_, simulated) = self.last.last()?;
         let times: Vec<(PolicyChoice, f64)> = simulated

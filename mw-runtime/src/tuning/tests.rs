@@ -98,7 +98,7 @@ fn in_view<R>(
     let current = Tunables {
         nworkers: setting.workers,
         factor: setting.factor,
-        policy: setting.policy.into(),
+        policy: setting.policy.clone(),
     };
     let look = Look {
         estimate: est,
@@ -544,7 +544,7 @@ fn the_factor_tunlet_simulates_candidates() {
         tasks: 400,
         workers: 4,
         factor,
-        policy: PolicyName::Factoring,
+        policy: PolicyName::Factoring.into(),
         min_chunk: 1,
         protocol: Protocol::Async,
         prefetch: 0,
@@ -603,7 +603,7 @@ fn the_factor_tunlet_simulates_candidates() {
     );
     // Policies without a factor are left alone.
     let daf = factor::Setting {
-        policy: PolicyName::Daf,
+        policy: PolicyName::Daf.into(),
         ..setting(0.5)
     };
     assert!(factor_proposal(&mut factor::FactorTunlet::default(), &est, &obs, &daf).is_none());
@@ -616,7 +616,7 @@ fn the_factor_tunlet_reuses_its_simulation_while_the_inputs_hold() {
         tasks: 1600,
         workers: 8,
         factor: 1.0,
-        policy: PolicyName::Factoring,
+        policy: PolicyName::Factoring.into(),
         min_chunk: 1,
         protocol: Protocol::Async,
         prefetch: 0,
@@ -660,7 +660,10 @@ fn the_factor_tunlet_reuses_its_simulation_while_the_inputs_hold() {
     assert_eq!(tunlet.simulations, 3);
     // A task count within a tenth (a growing workload): the same simulation, scaled; beyond
     // it, simulated anew.
-    let more = |tasks| factor::Setting { tasks, ..smaller };
+    let more = |tasks| factor::Setting {
+        tasks,
+        ..smaller.clone()
+    };
     assert_eq!(
         gain(factor_proposal(&mut tunlet, &est, &obs, &more(1_700))),
         at_smaller
@@ -677,7 +680,7 @@ fn the_factor_tunlet_simulates_less_often_while_nothing_is_worth_proposing() {
         tasks: 1600,
         workers: 8,
         factor: 1.0,
-        policy: PolicyName::Factoring,
+        policy: PolicyName::Factoring.into(),
         min_chunk: 1,
         protocol: Protocol::Async,
         prefetch: 0,
@@ -909,11 +912,11 @@ fn the_policy_tunlet_simulates_the_portfolio() {
     }
     let mut est = Estimate::default();
     let _ = est.update(&obs, Protocol::Async);
-    let setting = |policy| factor::Setting {
+    let setting = |policy: PolicyName| factor::Setting {
         tasks: 400,
         workers: 4,
         factor: 0.5,
-        policy,
+        policy: policy.into(),
         min_chunk: 1,
         protocol: Protocol::Async,
         prefetch: 0,
@@ -976,6 +979,21 @@ fn the_policy_tunlet_simulates_the_portfolio() {
         ),
         2
     );
+    // The simulations are keyed on the policy that runs: two registered policies, and a
+    // registered one and a built-in one, are told apart.
+    let registered = |name: &str| factor::Setting {
+        policy: PolicyChoice::Registered(name.into()),
+        ..setting(PolicyName::Daf)
+    };
+    let key = |setting: &factor::Setting<'_>| {
+        in_view(&est, &obs, setting, |view| {
+            factor::Key::new(view, view.policy(), &view.simulated_workers(4))
+        })
+    };
+    let tiles = key(&registered("tiles"));
+    assert!(tiles.close_to(&key(&registered("tiles"))));
+    assert!(!tiles.close_to(&key(&registered("pairs"))));
+    assert!(!tiles.close_to(&key(&setting(PolicyName::Auto))));
 }
 
 #[test]
@@ -1096,7 +1114,7 @@ fn factor_after(time: impl Fn(f64) -> f64) -> f64 {
             tasks: obs.facts.tasks,
             workers: 8,
             factor,
-            policy: PolicyName::Factoring,
+            policy: PolicyName::Factoring.into(),
             min_chunk: 1,
             protocol: Protocol::Async,
             prefetch: 0,
@@ -1104,7 +1122,11 @@ fn factor_after(time: impl Fn(f64) -> f64) -> f64 {
         };
         in_view(&est, &obs, &setting, |view| {
             let workers = view.simulated_workers(8);
-            simulate::simulate(&view.simulation(&workers, setting.policy, factor), 0, 1)
+            simulate::simulate(
+                &view.simulation(&workers, PolicyName::Factoring, factor),
+                0,
+                1,
+            )
         })
     };
     for _ in 0..6 {

@@ -176,7 +176,7 @@ impl TunerView<'_> {
 
     /// The policy in force.
     pub fn policy(&self) -> &PolicyChoice {
-        &self.look.current.policy
+        &self.setting.policy
     }
 
     /// The value in force of a tunable: a built-in one ([`TunableId::FACTOR`],
@@ -305,10 +305,7 @@ impl TunerView<'_> {
         policy: PolicyName,
         factor: f64,
     ) -> Spec<'s> {
-        Spec {
-            policy,
-            ..factor::spec(self.look.estimate, self.setting, workers, factor)
-        }
+        factor::spec(self.look.estimate, self.setting, workers, policy, factor)
     }
 
     /// The inputs last measured, as the built-in tunlets' accounts record them.
