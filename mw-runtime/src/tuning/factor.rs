@@ -122,9 +122,9 @@ pub(crate) fn spec<'a>(
 /// [`MIN_GAIN`] and than the simulation missed the measured time by), they are made less and
 /// less often: 1, 2, 4, … up to [`MAX_REST`] looks apart, and at every look again once the
 /// setting, the task count, the pooled task time or that of the slower half of the workers
-/// moved by [`CONDITIONS_CHANGED`] (load came or went). On Xfire at 30 workers the inputs never held (each worker's speed from a few
-/// tasks of microseconds), and simulating at every boundary cost 4 % of the run, where no
-/// factor could gain anything.
+/// moved by [`CONDITIONS_CHANGED`] (load came or went). Where each worker's speed comes from
+/// a few tasks of microseconds (Xfire on many workers) the inputs never hold, and simulating at
+/// every boundary would cost a share of the run where no factor can gain anything.
 #[derive(Debug, Default)]
 pub(crate) struct FactorTunlet {
     last: Option<Simulated>,
