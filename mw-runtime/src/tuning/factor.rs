@@ -4,7 +4,7 @@
 use serde_json::json;
 
 use super::TunerView;
-use super::decide::{CONDITIONS_CHANGED, Explanation, MIN_GAIN, Proposal};
+use super::decide::{Account, CONDITIONS_CHANGED, Explanation, MIN_GAIN, Proposal};
 use super::estimate::{Estimate, Inputs};
 use super::simulate::{SimWorker, Spec, simulate};
 use crate::measure::TaskStats;
@@ -364,7 +364,7 @@ fn propose_from(
         sensitivity: 1.0,
         predicted_ms,
         miss,
-        explanation: Explanation::Factor(account),
+        explanation: Explanation::new(account),
     })
 }
 
@@ -383,8 +383,8 @@ pub(crate) struct FactorSimulation {
     best: (f64, f64),
 }
 
-impl FactorSimulation {
-    pub(crate) fn reason(&self) -> String {
+impl Account for FactorSimulation {
+    fn reason(&self) -> String {
         format!(
             "simulation: factor {} → {:.2} ms vs {} → {:.2} ms ({} candidates, {} workers, \
              μ {:.3} ms, σ {:.3} ms, mo {:.4} ms, k {:.3e} ms/B)",
@@ -401,7 +401,11 @@ impl FactorSimulation {
         )
     }
 
-    pub(crate) fn details(&self) -> serde_json::Value {
+    fn words(&self) -> String {
+        "fastest in simulation".to_owned()
+    }
+
+    fn details(&self) -> serde_json::Value {
         let simulated: Vec<_> = self
             .simulated
             .iter()

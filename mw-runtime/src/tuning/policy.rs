@@ -10,7 +10,7 @@
 use serde_json::json;
 
 use super::TunerView;
-use super::decide::{Explanation, Proposal};
+use super::decide::{Account, Explanation, Proposal};
 use super::factor::{Key, REPS, SAME_SPEED_MAX};
 use super::simulate::{SimWorker, Spec, simulate, simulate_with};
 use crate::policy::{PolicyChoice, PolicyName};
@@ -179,7 +179,7 @@ impl PolicyTunlet {
             sensitivity: 1.0,
             predicted_ms: base * (1.0 - gain),
             miss: 0.0,
-            explanation: Explanation::Policy(PolicySimulation {
+            explanation: Explanation::new(PolicySimulation {
                 tasks,
                 workers: workers.iter().map(|w| w.mean_ms).collect(),
                 factor,
@@ -339,8 +339,8 @@ pub(crate) struct PolicySimulation {
     best: (PolicyChoice, f64),
 }
 
-impl PolicySimulation {
-    pub(crate) fn reason(&self) -> String {
+impl Account for PolicySimulation {
+    fn reason(&self) -> String {
         let fastest = self.workers.iter().copied().fold(f64::INFINITY, f64::min);
         let slowest = self.workers.iter().copied().fold(0.0, f64::max);
         format!(
@@ -358,7 +358,11 @@ impl PolicySimulation {
         )
     }
 
-    pub(crate) fn details(&self) -> serde_json::Value {
+    fn words(&self) -> String {
+        "fastest in simulation".to_owned()
+    }
+
+    fn details(&self) -> serde_json::Value {
         let simulated: Vec<_> = self
             .simulated
             .iter()

@@ -1007,7 +1007,7 @@ fn a_gain_within_the_noise_neither_counts_nor_breaks_a_streak() {
         sensitivity: 1.0,
         predicted_ms: 50.0,
         miss: 0.0,
-        explanation: decide::Explanation::Declared(String::new()),
+        explanation: decide::Explanation::declared(String::new()),
     };
     let down = decide::Proposal {
         change: TunableId::NWORKERS.change(6),

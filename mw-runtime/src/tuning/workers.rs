@@ -4,7 +4,7 @@ use serde_json::json;
 
 use super::TunerView;
 use super::config::Objective;
-use super::decide::{Explanation, Proposal};
+use super::decide::{Account, Explanation, Proposal};
 use super::estimate::Inputs;
 use super::machine::Machine;
 use crate::model::balance::quality_bound;
@@ -151,7 +151,7 @@ pub(crate) fn propose(view: &TunerView<'_>) -> Option<Proposal> {
         sensitivity,
         predicted_ms: best.time_ms,
         miss: 0.0,
-        explanation: Explanation::Workers(account),
+        explanation: Explanation::new(account),
     })
 }
 
@@ -178,8 +178,8 @@ pub(crate) struct WorkersEvaluation {
     best: Point,
 }
 
-impl WorkersEvaluation {
-    pub(crate) fn reason(&self) -> String {
+impl Account for WorkersEvaluation {
+    fn reason(&self) -> String {
         let (now, best) = (self.now, self.best);
         let what = match self.objective {
             Objective::Index => format!(
@@ -237,22 +237,23 @@ impl WorkersEvaluation {
     }
 
     /// Why, in words: the objective the new count is best for.
-    pub(crate) fn words(&self) -> &'static str {
+    fn words(&self) -> String {
         match self.objective {
             Objective::Index => "best time per worker",
             Objective::Time => "fastest by the model",
         }
+        .to_owned()
     }
 
     /// The gain of the objective, `percent` of it, in words.
-    pub(crate) fn gain(&self, percent: f64) -> String {
+    fn gain(&self, percent: f64) -> String {
         match self.objective {
             Objective::Index => format!("{percent:.0}% less time × workers"),
             Objective::Time => format!("{percent:.0}% less time"),
         }
     }
 
-    pub(crate) fn details(&self) -> serde_json::Value {
+    fn details(&self) -> serde_json::Value {
         json!({
             "tunlet": "workers",
             "objective": self.objective.to_string(),
