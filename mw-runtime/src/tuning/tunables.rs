@@ -986,6 +986,76 @@ mod tests {
         );
     }
 
+    /// The runtime's tunables are entries of the registry like a program's own: named, read,
+    /// parsed, checked and changed the same way, each through its typed id.
+    #[test]
+    fn the_runtime_tunables_are_registry_entries_like_the_programs() {
+        let start = Tunables {
+            nworkers: 2,
+            factor: 0.5,
+            policy: PolicyName::Daf.into(),
+        };
+        let handle = TunablesHandle::new(start, 8);
+        let tile = handle
+            .declare_with("tile", 16_i64, 4..=64, TakesEffect::NextChunk)
+            .unwrap();
+        let ids = [
+            (
+                TunableId::NWORKERS.tunable(),
+                "nworkers",
+                TakesEffect::AtOnce,
+                "4",
+            ),
+            (
+                TunableId::FACTOR.tunable(),
+                "factor",
+                TakesEffect::NextChunk,
+                "0.25",
+            ),
+            (
+                TunableId::POLICY.tunable(),
+                "policy",
+                TakesEffect::NextChunk,
+                "wf",
+            ),
+            (tile.tunable(), "tile", TakesEffect::NextChunk, "32"),
+        ];
+        for (tunable, name, takes_effect, text) in ids {
+            assert_eq!(handle.name(tunable), name);
+            assert_eq!(handle.takes_effect(tunable), takes_effect);
+            let change = handle.parse(name, text).unwrap();
+            assert_eq!(change.tunable(), tunable);
+            handle.request(change, "application").unwrap();
+        }
+        let applied = handle.apply_pending(1);
+        assert_eq!(applied.len(), 4);
+        assert_eq!(handle.list(), "nworkers=4 factor=0.25 policy=wf tile=32");
+        assert_eq!(handle.value(TunableId::NWORKERS), 4);
+        assert_eq!(handle.value(TunableId::FACTOR), 0.25);
+        assert_eq!(handle.value(TunableId::POLICY), PolicyName::Wf.into());
+        assert_eq!(handle.value(tile), 32);
+        assert_eq!(handle.current().policy, PolicyName::Wf.into());
+        // Out of range or of another kind, each says so in the same words.
+        for (name, text, says) in [
+            ("nworkers", "9", "`nworkers` = 9 is out of range"),
+            ("factor", "0", "`factor` = 0 is out of range"),
+            ("tile", "65", "`tile` = 65 is out of range"),
+            (
+                "nworkers",
+                "two",
+                "`two` is not a valid value for `nworkers`",
+            ),
+            ("factor", "nan", "`nan` is not a valid value for `factor`"),
+        ] {
+            let e = handle
+                .parse(name, text)
+                .and_then(|change| handle.request(change, "application"))
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(says) && e.contains("help:"), "{e}");
+        }
+    }
+
     #[test]
     fn every_policy_has_a_number_of_its_own() {
         let start = Tunables {
