@@ -63,6 +63,12 @@ extern crate self as mw_runtime;
 // model's formulas, the policies, the random numbers, the tuning, the prelude, and `agree`, which
 // explains the bounds on `run`); every other module is private, and what programs use of it is
 // named once, at the root below.
+//
+// Every item is documented once, at its home. As serde names `Serialize` both at its root and
+// in `ser`, the items of a public module that most programs name (`Message`, `RunMetrics`,
+// `PolicyName`, the tunables) are also re-exported at the root: those root names are
+// `#[doc(no_inline)]`, listed as re-exports and documented in their module. Items of private
+// modules have the root as their only path.
 #[doc(hidden)]
 pub mod __private;
 pub mod agree;
@@ -98,6 +104,7 @@ pub mod tuning;
 
 pub use app::{Flow, Iteration, Master, Setup, TaskError, TaskId, Work, Worker, WorkerSetup};
 pub use args::parse_args;
+#[doc(no_inline)]
 pub use codec::{DecodeError, Message};
 pub use config::{
     BackendChoice, ConfigFile, EmulatedLink, FaultConfig, LinkPreset, OnTaskFailure, RunArgs,
@@ -107,16 +114,20 @@ pub use emulate::fault::exit_worker;
 pub use error::{Error, ErrorKind, Result, ValueError, exit_status};
 pub use input::{InputKind, read_input, read_input_text};
 pub use load::{LoadPattern, LoadStep, LoadedWorkers};
+#[doc(no_inline)]
 pub use metrics::{Decision, RunMetrics};
 pub use mw_macros::{Message, master, worker};
 pub use output::write_output;
+#[doc(no_inline)]
 pub use policy::{PolicyChoice, PolicyName};
 pub use protocol::Protocol;
 pub use run::{Report, check_output, run, run_config, run_with};
 pub use signal::Signal;
 pub use stats::{Moments, TaskStats};
 pub use status::report_exit_status;
+#[doc(no_inline)]
 pub use tuning::config::{Objective, TuneMode, TuningConfig};
+#[doc(no_inline)]
 pub use tuning::tunables::{Change, TakesEffect, Tunable, TunableId, Tunables, TunablesHandle};
 
 /// The rsmpi crate, for programs that initialize MPI themselves: when MPI is already initialized,

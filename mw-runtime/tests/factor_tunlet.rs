@@ -5,7 +5,7 @@
 
 use mw_runtime::tuning::simulate::simulate;
 use mw_runtime::tuning::{Proposal, TunerView, TunerViewBuilder, Tunlet};
-use mw_runtime::{Change, PolicyChoice, PolicyName, Tunable, TunableId};
+use mw_runtime::{PolicyChoice, PolicyName, Tunable, TunableId};
 
 /// Tunes `factor` more coarsely than the built-in tunlet: simulates the next iteration with the
 /// factor in force and with 0.25, 0.5, 0.75 and 1, and proposes the fastest.
@@ -51,8 +51,8 @@ fn costly_messages_call_for_the_fewest_chunks() {
         .factor(0.25)
         .link(0.5, 0.0);
     let proposal = built.view(|view| CoarseFactor.propose(view)).unwrap();
-    assert_eq!(proposal.tunable(), Tunable::Factor);
-    assert_eq!(proposal.change(), &Change::Factor(1.0));
+    assert_eq!(proposal.tunable(), TunableId::FACTOR.tunable());
+    assert_eq!(proposal.change().value(TunableId::FACTOR), Some(1.0));
     assert!(
         proposal.gain() > 0.0 && proposal.gain() < 1.0,
         "{proposal:?}"
@@ -75,7 +75,7 @@ fn a_slow_worker_calls_for_smaller_chunks() {
         assert_eq!(view.simulated_workers(4)[0].mean_ms, 4.0);
     });
     let proposal = built.view(|view| CoarseFactor.propose(view)).unwrap();
-    let Change::Factor(factor) = *proposal.change() else {
+    let Some(factor) = proposal.change().value(TunableId::FACTOR) else {
         panic!("{proposal:?}")
     };
     assert!(factor < 1.0, "{proposal:?}");

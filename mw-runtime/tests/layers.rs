@@ -66,24 +66,6 @@ const FLOORS: &[(&str, &[&str])] = &[
 /// top-level modules or, written `module/sub`, between the sub-modules of one module. The test
 /// fails when one of them is no longer in the code, so that the list stays true.
 const ALLOWED: &[(&str, &str, &str)] = &[
-    // The decision rules' `Explanation` names each built-in tunlet's evaluation, and the
-    // tunlets make their proposals with the rules' `Proposal` and thresholds. They go when an
-    // explanation is what a tunlet gives through the public view every tunlet uses.
-    (
-        "tuning/decide",
-        "tuning/factor",
-        "Explanation::Factor holds a FactorSimulation",
-    ),
-    (
-        "tuning/decide",
-        "tuning/policy",
-        "Explanation::Policy holds a PolicySimulation",
-    ),
-    (
-        "tuning/decide",
-        "tuning/workers",
-        "Explanation::Workers holds a WorkersEvaluation",
-    ),
     // A posted send keeps the buffer it sends, framing's `Outgoing`, while framing posts its
     // sends through `posted`: it goes when the buffer type has a home below both, in the
     // rework of the MPI links.

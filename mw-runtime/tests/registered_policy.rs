@@ -294,7 +294,7 @@ impl Master for Switching {
 
     fn partition(&mut self, it: &Iteration) -> Work<(), u32> {
         let tunables = self.tunables.as_ref().unwrap();
-        let policy = |name: &str| mw_runtime::Change::Policy(name.parse().unwrap());
+        let policy = |name: &str| mw_runtime::TunableId::POLICY.change(name.parse().unwrap());
         match it.index {
             0 => {
                 tunables.request(policy("pairs"), "test").unwrap();
@@ -405,7 +405,7 @@ struct ToPairs;
 
 impl mw_runtime::tuning::Tunlet for ToPairs {
     fn tunable(&self) -> mw_runtime::Tunable {
-        mw_runtime::Tunable::Policy
+        mw_runtime::TunableId::POLICY.tunable()
     }
 
     fn propose(
@@ -413,8 +413,14 @@ impl mw_runtime::tuning::Tunlet for ToPairs {
         view: &mw_runtime::tuning::TunerView<'_>,
     ) -> Option<mw_runtime::tuning::Proposal> {
         let pairs = mw_runtime::PolicyChoice::Registered("pairs".into());
-        (*view.policy() != pairs)
-            .then(|| mw_runtime::tuning::Proposal::policy(pairs, 0.6, "pairs balance better"))
+        (*view.policy() != pairs).then(|| {
+            mw_runtime::tuning::Proposal::new(
+                mw_runtime::TunableId::POLICY,
+                pairs,
+                0.6,
+                "pairs balance better",
+            )
+        })
     }
 }
 

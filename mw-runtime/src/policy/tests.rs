@@ -321,10 +321,16 @@ fn a_policy_out_of_bounds_is_named() {
 
 #[test]
 fn auto_cannot_be_set_while_running_but_every_other_policy_can() {
-    use crate::tuning::tunables::Change;
-    let e = Change::parse("policy", "auto")
-        .unwrap()
-        .validate(4)
+    use crate::tuning::tunables::{TunableId, Tunables, TunablesHandle};
+    let start = Tunables {
+        nworkers: 2,
+        factor: 0.5,
+        policy: PolicyName::Daf.into(),
+    };
+    let handle = TunablesHandle::new(start, 4);
+    let e = handle
+        .parse("policy", "auto")
+        .and_then(|change| handle.request(change, "application"))
         .unwrap_err()
         .to_string();
     assert!(e.contains("`auto`") && e.contains("--policy auto"), "{e}");
@@ -332,7 +338,8 @@ fn auto_cannot_be_set_while_running_but_every_other_policy_can() {
         .into_iter()
         .filter(|&p| p != PolicyName::Auto)
     {
-        assert!(Change::Policy(name.into()).validate(4).is_ok(), "{name}");
+        let change = TunableId::POLICY.change(name.into());
+        assert!(handle.request(change, "application").is_ok(), "{name}");
     }
 }
 

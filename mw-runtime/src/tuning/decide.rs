@@ -4,9 +4,10 @@
 //! watched for `persistence` iterations and rolled back if the iterations got worse.
 
 use std::collections::VecDeque;
+use std::fmt;
+use std::sync::Arc;
 
 use super::Span;
-use crate::policy::PolicyChoice;
 use crate::tuning::tunables::{Change, Tunable, TunableId, TunableValue};
 
 /// Relative gain below which no proposal is acted on, however quiet the measurements.
@@ -46,10 +47,10 @@ pub struct Proposal {
 }
 
 impl Proposal {
-    /// Proposes `value` for the tunable `id` (a built-in one, [`TunableId::FACTOR`] or
-    /// [`TunableId::NWORKERS`], or one the program declared), predicting that the iterations
-    /// take `gain` (a fraction, `0.1` for 10 %) less time with it; `reason` is logged with the
-    /// decision if the proposal becomes one.
+    /// Proposes `value` for the tunable `id` (a built-in one, [`TunableId::NWORKERS`],
+    /// [`TunableId::FACTOR`] or [`TunableId::POLICY`], or one the program declared), predicting
+    /// that the iterations take `gain` (a fraction, `0.1` for 10 %) less time with it; `reason`
+    /// is logged with the decision if the proposal becomes one.
     pub fn new<T: TunableValue>(
         id: TunableId<T>,
         value: T,
@@ -58,31 +59,15 @@ impl Proposal {
     ) -> Proposal {
         Proposal {
             change: id.change(value),
-            // The tuner fills in the value in force and the time predicted from its
-            // measurements.
-            from: f64::NAN,
-            to: value.to_f64(),
-            gain,
-            sensitivity: 1.0,
-            predicted_ms: f64::NAN,
-            miss: 0.0,
-            explanation: Explanation::Declared(reason.into()),
-        }
-    }
-
-    /// Proposes the policy `policy`, as [`new`](Proposal::new) proposes a number.
-    pub fn policy(policy: impl Into<PolicyChoice>, gain: f64, reason: impl Into<String>) -> Self {
-        Proposal {
-            change: Change::Policy(policy.into()),
-            // The tuner numbers the policy among those registered, and fills in the policy in
-            // force and the time predicted.
+            // The tuner fills in the value in force and the value proposed as it compares
+            // them, and the time predicted from its measurements.
             from: f64::NAN,
             to: f64::NAN,
             gain,
             sensitivity: 1.0,
             predicted_ms: f64::NAN,
             miss: 0.0,
-            explanation: Explanation::Declared(reason.into()),
+            explanation: Explanation::declared(reason.into()),
         }
     }
 
@@ -102,57 +87,85 @@ impl Proposal {
     }
 }
 
-/// Why a tunlet proposes what it does: numbers, so that a proposal costs no formatting unless
-/// it becomes a decision.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) enum Explanation {
-    Workers(super::workers::WorkersEvaluation),
-    Factor(super::factor::FactorSimulation),
-    Policy(super::policy::PolicySimulation),
-    /// A program's tunlet: its own words.
-    Declared(String),
+/// A tunlet's account of its proposal: numbers, rendered only when the proposal becomes a
+/// decision. Each built-in tunlet has its own beside it; a program's tunlet gives its words.
+pub(crate) trait Account: fmt::Debug + Send + Sync {
+    /// The one-line account logged as the decision's reason.
+    fn reason(&self) -> String;
+
+    /// Why, in a few words (the decision's summary adds the expected gain).
+    fn words(&self) -> String;
+
+    /// The expected gain, `percent` of the objective, in words: what gets better by how much.
+    fn gain(&self, percent: f64) -> String {
+        format!("{percent:.0}% less time")
+    }
+
+    /// Inputs and model numbers, for the metrics.
+    fn details(&self) -> serde_json::Value;
 }
 
+/// Why a tunlet proposes what it does (see [`Account`]).
+#[derive(Debug, Clone)]
+pub(crate) struct Explanation(Arc<dyn Account>);
+
 impl Explanation {
+    pub(crate) fn new(account: impl Account + 'static) -> Self {
+        Explanation(Arc::new(account))
+    }
+
+    /// A program's tunlet's: its own words.
+    pub(crate) fn declared(reason: String) -> Self {
+        Explanation::new(Declared(reason))
+    }
+
     /// The one-line account logged as the decision's reason.
     pub(crate) fn reason(&self) -> String {
-        match self {
-            Explanation::Workers(a) => a.reason(),
-            Explanation::Factor(a) => a.reason(),
-            Explanation::Policy(a) => a.reason(),
-            Explanation::Declared(reason) => reason.clone(),
-        }
+        self.0.reason()
     }
 
     /// Why, in a few words (the decision's summary adds the expected gain).
     pub(crate) fn words(&self) -> String {
-        match self {
-            Explanation::Workers(a) => a.words().to_owned(),
-            Explanation::Factor(_) | Explanation::Policy(_) => "fastest in simulation".to_owned(),
-            Explanation::Declared(reason) => reason.clone(),
-        }
+        self.0.words()
     }
 
     /// The expected gain `gain` (a fraction) in words: what gets better by how much.
     pub(crate) fn gain(&self, gain: f64) -> String {
-        let percent = (gain * 100.0).round();
-        match self {
-            Explanation::Workers(a) => a.gain(percent),
-            _ => format!("{percent:.0}% less time"),
-        }
+        self.0.gain((gain * 100.0).round())
     }
 
     /// Inputs and model numbers, for the metrics.
     pub(crate) fn details(&self) -> serde_json::Value {
-        match self {
-            Explanation::Workers(a) => a.details(),
-            Explanation::Factor(a) => a.details(),
-            Explanation::Policy(a) => a.details(),
-            Explanation::Declared(reason) => serde_json::json!({
-                "tunlet": "program",
-                "reason": reason,
-            }),
-        }
+        self.0.details()
+    }
+}
+
+/// Two explanations are equal when they say the same.
+impl PartialEq for Explanation {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+            || (self.reason() == other.reason() && self.details() == other.details())
+    }
+}
+
+/// A program's tunlet's account: its own words.
+#[derive(Debug)]
+struct Declared(String);
+
+impl Account for Declared {
+    fn reason(&self) -> String {
+        self.0.clone()
+    }
+
+    fn words(&self) -> String {
+        self.0.clone()
+    }
+
+    fn details(&self) -> serde_json::Value {
+        serde_json::json!({
+            "tunlet": "program",
+            "reason": self.0,
+        })
     }
 }
 
@@ -403,9 +416,10 @@ impl Decider {
             }
             Evidence::For(p) => p,
         };
-        let direction = match p.change {
-            Change::Policy(_) => p.to + 1.0,
-            _ => (p.to - p.from).signum(),
+        let direction = if p.change.ordered() {
+            (p.to - p.from).signum()
+        } else {
+            p.to + 1.0
         };
         if streak.count > 0 && streak.direction == direction {
             streak.count += 1;
@@ -462,7 +476,7 @@ impl Decider {
             .filter(|l| !l.conditions.changed_a_lot(now))
             .find_map(|l| {
                 let span = (l.to - l.from).abs();
-                if let Change::Policy(_) = proposal.change {
+                if !proposal.change.ordered() {
                     // Policies have no order: only the value rolled back from, or left, is
                     // closed.
                     return if l.rolled_back {

@@ -4,13 +4,13 @@
 use serde_json::json;
 
 use super::TunerView;
-use super::decide::{CONDITIONS_CHANGED, Explanation, MIN_GAIN, Proposal};
+use super::decide::{Account, CONDITIONS_CHANGED, Explanation, MIN_GAIN, Proposal};
 use super::estimate::{Estimate, Inputs};
 use super::simulate::{SimWorker, Spec, simulate};
 use crate::measure::TaskStats;
 use crate::policy::{PolicyChoice, PolicyName};
 use crate::protocol::Protocol;
-use crate::tuning::tunables::Change;
+use crate::tuning::tunables::TunableId;
 
 /// The factors tried: 0.1, 0.2, …, 1.0.
 pub(crate) const CANDIDATES: [f64; 10] = [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0];
@@ -26,12 +26,13 @@ pub(crate) const SAME_SPEED_MAX: f64 = 0.5;
 pub(crate) const MAX_REST: usize = 8;
 
 /// The inputs of the simulation that do not depend on the factor.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(crate) struct Setting<'a> {
     pub tasks: usize,
     pub workers: usize,
     pub factor: f64,
-    pub policy: PolicyName,
+    /// The policy in force: a built-in one or one the program registered.
+    pub policy: PolicyChoice,
     pub min_chunk: usize,
     pub protocol: Protocol,
     /// Chunks a worker may hold ahead.
@@ -51,11 +52,7 @@ impl<'a> Setting<'a> {
             tasks: look.remaining,
             workers: look.obs.facts.workers,
             factor: look.current.factor,
-            // A registered policy is `auto`'s choice: the factor tunlet leaves it alone.
-            policy: match &look.current.policy {
-                PolicyChoice::BuiltIn(name) => *name,
-                PolicyChoice::Registered(_) => PolicyName::Auto,
-            },
+            policy: look.current.policy.clone(),
             min_chunk,
             protocol,
             prefetch,
@@ -85,19 +82,20 @@ pub(crate) fn sim_workers(est: &Estimate, n: usize) -> Vec<SimWorker> {
     workers
 }
 
-/// What the tunlets simulate: the setting's tasks on `workers`, cut with `factor`, with the
-/// link, the bytes and the master's time as estimated.
+/// What the tunlets simulate: the setting's tasks on `workers`, cut by `policy` with `factor`,
+/// with the link, the bytes and the master's time as estimated.
 pub(crate) fn spec<'a>(
     est: &Estimate,
     s: &Setting<'a>,
     workers: &'a [SimWorker],
+    policy: PolicyName,
     factor: f64,
 ) -> Spec<'a> {
     let (mo, k) = est.link.map_or((0.0, 0.0), |l| (l.mo_ms, l.k_ms_per_byte));
     Spec {
         tasks: s.tasks,
         workers,
-        policy: s.policy,
+        policy,
         factor,
         min_chunk: s.min_chunk,
         stats: s.stats,
@@ -124,9 +122,9 @@ pub(crate) fn spec<'a>(
 /// [`MIN_GAIN`] and than the simulation missed the measured time by), they are made less and
 /// less often: 1, 2, 4, … up to [`MAX_REST`] looks apart, and at every look again once the
 /// setting, the task count, the pooled task time or that of the slower half of the workers
-/// moved by [`CONDITIONS_CHANGED`] (load came or went). On Xfire at 30 workers the inputs never held (each worker's speed from a few
-/// tasks of microseconds), and simulating at every boundary cost 4 % of the run, where no
-/// factor could gain anything.
+/// moved by [`CONDITIONS_CHANGED`] (load came or went). Where each worker's speed comes from
+/// a few tasks of microseconds (Xfire on many workers) the inputs never hold, and simulating at
+/// every boundary would cost a share of the run where no factor can gain anything.
 #[derive(Debug, Default)]
 pub(crate) struct FactorTunlet {
     last: Option<Simulated>,
@@ -153,7 +151,7 @@ struct Simulated {
 /// and the measured inputs approximately.
 #[derive(Debug, PartialEq)]
 pub(crate) struct Key {
-    exact: (usize, PolicyName, u64, usize, Protocol),
+    exact: (usize, PolicyChoice, u64, usize, Protocol),
     /// Pooled inputs: (value, scale below which differences do not count).
     pooled: Vec<(f64, f64)>,
     /// Each worker's mean task time.
@@ -162,7 +160,7 @@ pub(crate) struct Key {
 
 impl Key {
     /// The key of simulating the view's tasks under `policy` on `workers`.
-    pub(crate) fn new(view: &TunerView<'_>, policy: PolicyName, workers: &[SimWorker]) -> Key {
+    pub(crate) fn new(view: &TunerView<'_>, policy: &PolicyChoice, workers: &[SimWorker]) -> Key {
         let (mo, k) = (
             view.mo_ms().unwrap_or(0.0),
             view.k_ms_per_byte().unwrap_or(0.0),
@@ -172,7 +170,7 @@ impl Key {
         Key {
             exact: (
                 workers.len(),
-                policy,
+                policy.clone(),
                 view.factor().to_bits(),
                 view.min_chunk(),
                 view.protocol(),
@@ -241,7 +239,7 @@ impl FactorTunlet {
             return None;
         }
         let workers = view.simulated_workers(view.workers().min(tasks).max(1));
-        let key = Key::new(view, policy, &workers);
+        let key = Key::new(view, view.policy(), &workers);
         let reused = self
             .last
             .as_ref()
@@ -359,14 +357,14 @@ fn propose_from(
         best: (factor, time),
     };
     Some(Proposal {
-        change: Change::Factor(factor),
+        change: TunableId::FACTOR.change(factor),
         from: current,
         to: factor,
         gain,
         sensitivity: 1.0,
         predicted_ms,
         miss,
-        explanation: Explanation::Factor(account),
+        explanation: Explanation::new(account),
     })
 }
 
@@ -385,8 +383,8 @@ pub(crate) struct FactorSimulation {
     best: (f64, f64),
 }
 
-impl FactorSimulation {
-    pub(crate) fn reason(&self) -> String {
+impl Account for FactorSimulation {
+    fn reason(&self) -> String {
         format!(
             "simulation: factor {} → {:.2} ms vs {} → {:.2} ms ({} candidates, {} workers, \
              μ {:.3} ms, σ {:.3} ms, mo {:.4} ms, k {:.3e} ms/B)",
@@ -403,7 +401,11 @@ impl FactorSimulation {
         )
     }
 
-    pub(crate) fn details(&self) -> serde_json::Value {
+    fn words(&self) -> String {
+        "fastest in simulation".to_owned()
+    }
+
+    fn details(&self) -> serde_json::Value {
         let simulated: Vec<_> = self
             .simulated
             .iter()

@@ -99,23 +99,51 @@ impl Ticks {
     }
 }
 
-/// A task's time on the workers' machines, from one measurement.
+/// A task's time on the workers' machines, from one measurement: the machine in the model
+/// (see [`TunerView::machine`](super::TunerView::machine)).
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Machine {
-    pub layout: Arc<Layout>,
+pub struct Machine {
+    pub(crate) layout: Arc<Layout>,
     /// Computing per task, in ms (`c`).
-    pub cpu_ms: f64,
+    pub(crate) cpu_ms: f64,
     /// Uncontended wall time per task, in ms (`w0`).
-    pub task_ms: f64,
+    pub(crate) task_ms: f64,
     /// How much longer than the program's own contention explains the tasks took: other
     /// programs' load (1 when there was none, or when it cannot be told apart).
-    pub foreign: f64,
+    pub(crate) foreign: f64,
     /// The workers' waits for a core before their chunks, over the chunks' wall time, when no
     /// more workers ran than the cores take (0 otherwise: then the waits may be their own).
-    pub late: f64,
+    pub(crate) late: f64,
 }
 
 impl Machine {
+    /// The nodes and cores the workers run on.
+    pub fn layout(&self) -> &Layout {
+        &self.layout
+    }
+
+    /// A task's computing, in ms (its thread CPU time, `c`).
+    pub fn task_cpu_ms(&self) -> f64 {
+        self.cpu_ms
+    }
+
+    /// A task's wall time on free cores, in ms (`w0`).
+    pub fn task_ms_uncontended(&self) -> f64 {
+        self.task_ms
+    }
+
+    /// How much longer the tasks took than the program's own crowding explains: other
+    /// programs' load (1 when there was none, or when it cannot be told apart).
+    pub fn foreign_stretch(&self) -> f64 {
+        self.foreign
+    }
+
+    /// The workers' waits for a core before their chunks, as a share of the chunks' wall time
+    /// (0 when more workers ran than the cores take: then the waits may be their own).
+    pub fn late_share(&self) -> f64 {
+        self.late
+    }
+
     /// From a task time `w` measured with `n` workers, which used the processor as `used`
     /// says, on the machines of `layout`.
     pub(super) fn measured(
@@ -173,7 +201,7 @@ impl Machine {
     /// Whether other programs held the cores the workers could have used, enough to count:
     /// the tasks stretched beyond the program's own crowding, or the workers woke late for
     /// their chunks while they were no more than the cores.
-    pub(super) fn others_loaded(&self) -> bool {
+    pub fn others_loaded(&self) -> bool {
         (self.foreign - 1.0) / self.foreign + self.late >= OTHERS_LOADED
     }
 
@@ -208,7 +236,7 @@ impl Machine {
 
     /// The most workers that do not saturate any node's cores (at least 1): the cores the
     /// program's computing can use, whatever other programs' load.
-    pub(super) fn saturation(&self) -> usize {
+    pub fn saturation(&self) -> usize {
         if self.cpu_ms <= 0.0 {
             return usize::MAX;
         }

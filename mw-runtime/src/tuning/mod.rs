@@ -33,6 +33,7 @@ mod tests;
 
 pub use crate::layout::Layout;
 pub use decide::Proposal;
+pub use machine::Machine;
 pub use view::{TunerView, TunerViewBuilder};
 
 use std::fmt;
@@ -41,7 +42,7 @@ use crate::measure::{Moments, Observation, TaskStats};
 use crate::policy::Registry;
 use crate::protocol::Protocol;
 use crate::tuning::tunables::{
-    Applied, Change, Source, TakesEffect, Tunable, Tunables, TunablesHandle, Why,
+    Applied, Change, Source, TakesEffect, Tunable, TunableId, Tunables, TunablesHandle, Why,
 };
 use config::{Objective, TuningConfig};
 use decide::{Conditions, Decider, Evidence, Verdict};
@@ -162,7 +163,7 @@ impl Tuner {
             if trial.applied
                 && trial.midway.is_none()
                 && trial.scores.is_empty()
-                && matches!(trial.tunable, Tunable::Factor | Tunable::Policy)
+                && (trial.tunable == Tunable::FACTOR || trial.tunable == Tunable::POLICY)
             {
                 return Some(trial.predicted_ms);
             }
@@ -415,11 +416,12 @@ impl Tuner {
         let mut dropped = Vec::new();
         for tunlet in &mut self.tunlets {
             let tunable = tunlet.tunable();
-            let allowed = match tunable {
-                Tunable::Nworkers => mode.tunes_workers(),
+            let allowed = if tunable == Tunable::NWORKERS {
+                mode.tunes_workers()
+            } else {
                 // The simulations are costly and the next boundary is near once an iteration
                 // has been measured: inside an iteration, only before that.
-                _ => mode.tunes_factor() && look.factor,
+                mode.tunes_factor() && look.factor
             } && !held.contains(&tunable);
             let proposal = if allowed {
                 tunlet.propose(&view).and_then(|mut p| {
@@ -431,8 +433,8 @@ impl Tuner {
                     if p.from.is_nan() {
                         p.from = handle.number(tunable);
                     }
-                    if let (Change::Policy(policy), true) = (&p.change, p.to.is_nan()) {
-                        p.to = handle.policy_number(policy);
+                    if p.to.is_nan() {
+                        p.to = handle.number_of(&p.change);
                     }
                     if p.predicted_ms.is_nan() {
                         p.predicted_ms = obs.facts.time_ms * (1.0 - p.gain);
@@ -476,12 +478,7 @@ impl Tuner {
         let Some((proposal, streak)) = chosen else {
             return false;
         };
-        let back = match proposal.change {
-            Change::Factor(_) => Change::Factor(current.factor),
-            Change::Policy(_) => Change::Policy(current.policy.clone()),
-            Change::Declared(id, _) => Change::Declared(id, proposal.from),
-            Change::Nworkers(_) => Change::Nworkers(current.nworkers),
-        };
+        let back = handle.in_force(proposal.tunable());
         let threshold = self.decider.bar(&proposal);
         let held_for = match look.midway {
             Some(_) if streak == 1 => "at the first look".to_owned(),
@@ -534,10 +531,9 @@ impl Tuner {
 
     /// The model's time for the next iteration once `change` is applied.
     fn predict_after(&self, change: &Change, obs: &Observation, healthy: usize) -> Option<f64> {
-        let workers = match change {
-            Change::Nworkers(n) => *n,
-            _ => obs.facts.workers,
-        };
+        let workers = change
+            .value(TunableId::NWORKERS)
+            .map_or(obs.facts.workers, |n| n.max(0) as usize);
         self.estimate
             .predict(obs.facts.tasks, workers.min(healthy.max(1)), self.protocol)
     }
@@ -645,7 +641,7 @@ impl Tuner {
 ///
 /// A tunlet may as well propose the runtime's `factor` ([`TunableId::FACTOR`](crate::TunableId::FACTOR)),
 /// `nworkers` ([`TunableId::NWORKERS`](crate::TunableId::NWORKERS)) or `policy`
-/// ([`Proposal::policy`]), in place of the built-in one or beside it. The built-in factor
+/// ([`TunableId::POLICY`](crate::TunableId::POLICY)), in place of the built-in one or beside it. The built-in factor
 /// and policy tunlets read nothing but the public [`TunerView`], and simulate with
 /// [`TunerView::simulation`]; [`TunerViewBuilder`] builds a view for a test
 /// (`tests/factor_tunlet.rs` tests a factor tunlet written that way). A proposal for another
@@ -701,7 +697,7 @@ fn built_in_tunlets(auto_policy: bool) -> Vec<Box<dyn Tunlet>> {
 
 impl Tunlet for factor::FactorTunlet {
     fn tunable(&self) -> Tunable {
-        Tunable::Factor
+        TunableId::FACTOR.tunable()
     }
     fn propose(&mut self, view: &TunerView<'_>) -> Option<Proposal> {
         factor::FactorTunlet::propose_at(self, view)
@@ -710,7 +706,7 @@ impl Tunlet for factor::FactorTunlet {
 
 impl Tunlet for policy::PolicyTunlet {
     fn tunable(&self) -> Tunable {
-        Tunable::Policy
+        TunableId::POLICY.tunable()
     }
     fn propose(&mut self, view: &TunerView<'_>) -> Option<Proposal> {
         policy::PolicyTunlet::propose(self, view)
@@ -719,18 +715,10 @@ impl Tunlet for policy::PolicyTunlet {
 
 impl Tunlet for workers::WorkersTunlet {
     fn tunable(&self) -> Tunable {
-        Tunable::Nworkers
+        TunableId::NWORKERS.tunable()
     }
     fn propose(&mut self, view: &TunerView<'_>) -> Option<Proposal> {
-        workers::propose(
-            view.look.estimate,
-            view.look.obs,
-            view.look.iteration_tasks,
-            view.nworkers,
-            view.range,
-            view.objective,
-            view.protocol(),
-        )
+        workers::propose(view)
     }
 }
 

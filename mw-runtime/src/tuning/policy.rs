@@ -10,11 +10,11 @@
 use serde_json::json;
 
 use super::TunerView;
-use super::decide::{Explanation, Proposal};
+use super::decide::{Account, Explanation, Proposal};
 use super::factor::{Key, REPS, SAME_SPEED_MAX};
 use super::simulate::{SimWorker, Spec, simulate, simulate_with};
 use crate::policy::{PolicyChoice, PolicyName};
-use crate::tuning::tunables::{Change, policy_number};
+use crate::tuning::tunables::{TunableId, policy_number};
 
 /// The built-in policies simulated: `daf` first (ties go to the earlier candidate), then every
 /// other one in [`PolicyName::ALL`] order but `dpf` (the same cuts as `factoring`) and `auto`;
@@ -25,6 +25,10 @@ fn candidates() -> impl Iterator<Item = PolicyName> {
         .filter(|p| !matches!(p, PolicyName::Daf | PolicyName::Dpf | PolicyName::Auto));
     std::iter::once(PolicyName::Daf).chain(rest)
 }
+
+/// The built-in policy of the specification a registered policy is simulated with:
+/// `simulate_with` cuts with the policy its factory makes and does not read it.
+const UNREAD: PolicyName = PolicyName::Static;
 
 /// How much slower than the best a candidate proposed at the last look may simulate and still
 /// be proposed again: about the spread of the simulated times of one candidate from one look
@@ -84,12 +88,6 @@ impl PolicyTunlet {
         if tasks == 0 || view.measured_workers() < n {
             return None;
         }
-        // What the simulations are keyed on: a registered policy as `auto`, the factor
-        // tunlet's way.
-        let setting_policy = match running {
-            PolicyChoice::BuiltIn(name) => *name,
-            PolicyChoice::Registered(_) => PolicyName::Auto,
-        };
         let factor = view.factor();
         let workers = view.simulated_workers(n);
         // Inside an iteration the master simulates instead of sending, and the workers of
@@ -100,7 +98,7 @@ impl PolicyTunlet {
             self.remember(view.iteration(), &workers);
         }
         let scenarios = self.scenarios(&workers);
-        let key = Key::new(view, setting_policy, &scenarios.concat());
+        let key = Key::new(view, running, &scenarios.concat());
         if let Some(at) = self.last.iter().position(|(last, _)| last.close_to(&key)) {
             // The one used goes last, the oldest is dropped first.
             let hit = self.last.remove(at);
@@ -118,7 +116,7 @@ impl PolicyTunlet {
                         .iter()
                         .map(|speeds| match (&policy, factory) {
                             (_, Some(factory)) => {
-                                let spec = view.simulation(speeds, setting_policy, factor);
+                                let spec = view.simulation(speeds, UNREAD, factor);
                                 simulate_with(&spec, &|| factory(), seed, reps)
                             }
                             (PolicyChoice::BuiltIn(name), None) => {
@@ -140,23 +138,20 @@ impl PolicyTunlet {
         let current = simulated_as(running);
         // What ran is compared with one simulated run: a whole iteration's or a tenth's tasks
         // are many enough for their sum to vary little.
-        let simulate_current =
-            |tasks: usize| {
-                let seed = view.iteration() as u64;
-                let spec = |policy| Spec {
-                    tasks,
-                    ..view.simulation(&workers, policy, factor)
-                };
-                match &current {
-                    PolicyChoice::BuiltIn(name) => Some(simulate(&spec(*name), seed, 1)),
-                    PolicyChoice::Registered(name) => registered
-                        .iter()
-                        .find(|(n, _)| n == name)
-                        .map(|(_, factory)| {
-                            simulate_with(&spec(setting_policy), &|| factory(), seed, 1)
-                        }),
-                }
+        let simulate_current = |tasks: usize| {
+            let seed = view.iteration() as u64;
+            let spec = |policy| Spec {
+                tasks,
+                ..view.simulation(&workers, policy, factor)
             };
+            match &current {
+                PolicyChoice::BuiltIn(name) => Some(simulate(&spec(*name), seed, 1)),
+                PolicyChoice::Registered(name) => registered
+                    .iter()
+                    .find(|(n, _)| n == name)
+                    .map(|(_, factory)| simulate_with(&spec(UNREAD), &|| factory(), seed, 1)),
+            }
+        };
         self.learn(view, &current, &simulate_current);
         let (_, simulated) = self.last.last()?;
         let times: Vec<(PolicyChoice, f64)> = simulated
@@ -179,12 +174,12 @@ impl PolicyTunlet {
         Some(Proposal {
             from: number(running),
             to: number(&policy),
-            change: Change::Policy(policy),
+            change: TunableId::POLICY.change(policy),
             gain,
             sensitivity: 1.0,
             predicted_ms: base * (1.0 - gain),
             miss: 0.0,
-            explanation: Explanation::Policy(PolicySimulation {
+            explanation: Explanation::new(PolicySimulation {
                 tasks,
                 workers: workers.iter().map(|w| w.mean_ms).collect(),
                 factor,
@@ -344,8 +339,8 @@ pub(crate) struct PolicySimulation {
     best: (PolicyChoice, f64),
 }
 
-impl PolicySimulation {
-    pub(crate) fn reason(&self) -> String {
+impl Account for PolicySimulation {
+    fn reason(&self) -> String {
         let fastest = self.workers.iter().copied().fold(f64::INFINITY, f64::min);
         let slowest = self.workers.iter().copied().fold(0.0, f64::max);
         format!(
@@ -363,7 +358,11 @@ impl PolicySimulation {
         )
     }
 
-    pub(crate) fn details(&self) -> serde_json::Value {
+    fn words(&self) -> String {
+        "fastest in simulation".to_owned()
+    }
+
+    fn details(&self) -> serde_json::Value {
         let simulated: Vec<_> = self
             .simulated
             .iter()

@@ -99,7 +99,7 @@ fn in_view<R>(
     let current = Tunables {
         nworkers: setting.workers,
         factor: setting.factor,
-        policy: setting.policy.into(),
+        policy: setting.policy.clone(),
     };
     let look = Look {
         estimate: est,
@@ -128,6 +128,50 @@ fn in_view<R>(
         registered: &registered,
     };
     f(&view)
+}
+
+/// What the workers tunlet proposes after `obs`, for an iteration of `tasks` tasks with
+/// `current` workers taking part, through the view the tuner gives it.
+fn propose_workers(
+    est: &Estimate,
+    obs: &Observation,
+    tasks: usize,
+    current: usize,
+    range: workers::Range,
+    objective: Objective,
+    protocol: Protocol,
+) -> Option<Proposal> {
+    let tunables = Tunables {
+        nworkers: current,
+        factor: 0.5,
+        policy: PolicyName::Daf.into(),
+    };
+    let stats = TaskStats::new(current);
+    let look = Look {
+        estimate: est,
+        obs,
+        remaining: tasks,
+        current: &tunables,
+        healthy: current,
+        stats: &stats,
+        first: false,
+        factor: true,
+        midway: None,
+        iteration_tasks: tasks,
+    };
+    let setting = factor::Setting::of(&look, 1, protocol, 1);
+    let handle = TunablesHandle::new(tunables.clone(), range.hi.max(current));
+    let registered = crate::policy::Registry::default();
+    let view = TunerView {
+        look: &look,
+        setting: &setting,
+        range,
+        objective,
+        nworkers: current,
+        handle: &handle,
+        registered: &registered,
+    };
+    workers::propose(&view)
 }
 
 /// What the factor tunlet proposes for `setting` after `obs`.
@@ -216,7 +260,7 @@ fn the_workers_tunlet_proposes_the_models_optimum() {
         (Objective::Index, curve.capped(mcmc).best_index().workers),
         (Objective::Time, curve.capped(mcmc).best_time().workers),
     ] {
-        let proposal = workers::propose(
+        let proposal = propose_workers(
             &est,
             &obs,
             obs.facts.tasks,
@@ -226,7 +270,11 @@ fn the_workers_tunlet_proposes_the_models_optimum() {
             Protocol::Async,
         )
         .unwrap();
-        assert_eq!(proposal.change, Change::Nworkers(expected), "{objective}");
+        assert_eq!(
+            proposal.change,
+            TunableId::NWORKERS.change(expected as i64),
+            "{objective}"
+        );
         let predicted = model::iteration_time(&p, expected, Protocol::Async).unwrap();
         assert!((proposal.predicted_ms - predicted).abs() < 1e-6);
     }
@@ -236,7 +284,7 @@ fn the_workers_tunlet_proposes_the_models_optimum() {
     let at_optimum = measured(1, 23, &p, None);
     let _ = est.update(&at_optimum, Protocol::Async);
     assert!(
-        workers::propose(
+        propose_workers(
             &est,
             &at_optimum,
             at_optimum.facts.tasks,
@@ -264,7 +312,7 @@ fn the_workers_tunlet_stays_within_its_range_and_the_mcmc() {
     let obs = measured(0, 1, &p, None);
     let _ = est.update(&obs, Protocol::Async);
     let range = workers::Range { lo: 1, hi: 32 };
-    let proposal = workers::propose(
+    let proposal = propose_workers(
         &est,
         &obs,
         obs.facts.tasks,
@@ -282,7 +330,7 @@ fn the_workers_tunlet_stays_within_its_range_and_the_mcmc() {
     let mut est = Estimate::default();
     let _ = est.update(&obs, Protocol::Async);
     let narrow = workers::Range { lo: 2, hi: 10 };
-    let proposal = workers::propose(
+    let proposal = propose_workers(
         &est,
         &obs,
         obs.facts.tasks,
@@ -292,7 +340,7 @@ fn the_workers_tunlet_stays_within_its_range_and_the_mcmc() {
         Protocol::Async,
     )
     .unwrap();
-    assert_eq!(proposal.change, Change::Nworkers(10));
+    assert_eq!(proposal.change, TunableId::NWORKERS.change(10));
 }
 
 #[test]
@@ -456,7 +504,7 @@ fn external_changes_hold_the_tunable_until_released() {
     let mut h = Harness::new(4, Objective::Index);
     h.handle
         .request_why(
-            Change::Nworkers(8),
+            TunableId::NWORKERS.change(8),
             crate::tuning::tunables::Why::plain(
                 crate::tuning::tunables::Source::External,
                 "external",
@@ -497,7 +545,7 @@ fn the_factor_tunlet_simulates_candidates() {
         tasks: 400,
         workers: 4,
         factor,
-        policy: PolicyName::Factoring,
+        policy: PolicyName::Factoring.into(),
         min_chunk: 1,
         protocol: Protocol::Async,
         prefetch: 0,
@@ -523,7 +571,7 @@ fn the_factor_tunlet_simulates_candidates() {
         &setting(0.2),
     )
     .unwrap();
-    assert_eq!(proposal.change, Change::Factor(1.0));
+    assert_eq!(proposal.change, TunableId::FACTOR.change(1.0));
     assert!(proposal.gain > 0.0);
     assert!(
         factor_proposal(
@@ -556,7 +604,7 @@ fn the_factor_tunlet_simulates_candidates() {
     );
     // Policies without a factor are left alone.
     let daf = factor::Setting {
-        policy: PolicyName::Daf,
+        policy: PolicyName::Daf.into(),
         ..setting(0.5)
     };
     assert!(factor_proposal(&mut factor::FactorTunlet::default(), &est, &obs, &daf).is_none());
@@ -569,7 +617,7 @@ fn the_factor_tunlet_reuses_its_simulation_while_the_inputs_hold() {
         tasks: 1600,
         workers: 8,
         factor: 1.0,
-        policy: PolicyName::Factoring,
+        policy: PolicyName::Factoring.into(),
         min_chunk: 1,
         protocol: Protocol::Async,
         prefetch: 0,
@@ -613,7 +661,10 @@ fn the_factor_tunlet_reuses_its_simulation_while_the_inputs_hold() {
     assert_eq!(tunlet.simulations, 3);
     // A task count within a tenth (a growing workload): the same simulation, scaled; beyond
     // it, simulated anew.
-    let more = |tasks| factor::Setting { tasks, ..smaller };
+    let more = |tasks| factor::Setting {
+        tasks,
+        ..smaller.clone()
+    };
     assert_eq!(
         gain(factor_proposal(&mut tunlet, &est, &obs, &more(1_700))),
         at_smaller
@@ -630,7 +681,7 @@ fn the_factor_tunlet_simulates_less_often_while_nothing_is_worth_proposing() {
         tasks: 1600,
         workers: 8,
         factor: 1.0,
-        policy: PolicyName::Factoring,
+        policy: PolicyName::Factoring.into(),
         min_chunk: 1,
         protocol: Protocol::Async,
         prefetch: 0,
@@ -877,11 +928,11 @@ fn the_policy_tunlet_simulates_the_portfolio() {
     }
     let mut est = Estimate::default();
     let _ = est.update(&obs, Protocol::Async);
-    let setting = |policy| factor::Setting {
+    let setting = |policy: PolicyName| factor::Setting {
         tasks: 400,
         workers: 4,
         factor: 0.5,
-        policy,
+        policy: policy.into(),
         min_chunk: 1,
         protocol: Protocol::Async,
         prefetch: 0,
@@ -892,7 +943,7 @@ fn the_policy_tunlet_simulates_the_portfolio() {
         tunlet.propose(view)
     })
     .unwrap();
-    let Change::Policy(PolicyChoice::BuiltIn(best)) = proposal.change else {
+    let Some(PolicyChoice::BuiltIn(best)) = proposal.change.value(TunableId::POLICY) else {
         panic!("{proposal:?}")
     };
     // Static waits for the slow workers' 100 tasks: 400 ms, where the best is near the ideal.
@@ -916,13 +967,13 @@ fn the_policy_tunlet_simulates_the_portfolio() {
     // Policies have no order: a streak counts proposals of the same policy.
     let mut decider = decide::Decider::default();
     let to = |policy: PolicyName| decide::Proposal {
-        change: Change::Policy(policy.into()),
+        change: TunableId::POLICY.change(policy.into()),
         to: PolicyName::ALL.iter().position(|&p| p == policy).unwrap() as f64,
         ..proposal.clone()
     };
     assert_eq!(
         decider.hold(
-            crate::tuning::tunables::Tunable::Policy,
+            crate::tuning::tunables::Tunable::POLICY,
             decide::Evidence::For(&to(PolicyName::Wf)),
             0
         ),
@@ -930,7 +981,7 @@ fn the_policy_tunlet_simulates_the_portfolio() {
     );
     assert_eq!(
         decider.hold(
-            crate::tuning::tunables::Tunable::Policy,
+            crate::tuning::tunables::Tunable::POLICY,
             decide::Evidence::For(&to(PolicyName::Af)),
             0
         ),
@@ -938,33 +989,48 @@ fn the_policy_tunlet_simulates_the_portfolio() {
     );
     assert_eq!(
         decider.hold(
-            crate::tuning::tunables::Tunable::Policy,
+            crate::tuning::tunables::Tunable::POLICY,
             decide::Evidence::For(&to(PolicyName::Af)),
             0
         ),
         2
     );
+    // The simulations are keyed on the policy that runs: two registered policies, and a
+    // registered one and a built-in one, are told apart.
+    let registered = |name: &str| factor::Setting {
+        policy: PolicyChoice::Registered(name.into()),
+        ..setting(PolicyName::Daf)
+    };
+    let key = |setting: &factor::Setting<'_>| {
+        in_view(&est, &obs, setting, |view| {
+            factor::Key::new(view, view.policy(), &view.simulated_workers(4))
+        })
+    };
+    let tiles = key(&registered("tiles"));
+    assert!(tiles.close_to(&key(&registered("tiles"))));
+    assert!(!tiles.close_to(&key(&registered("pairs"))));
+    assert!(!tiles.close_to(&key(&setting(PolicyName::Auto))));
 }
 
 #[test]
 fn a_gain_within_the_noise_neither_counts_nor_breaks_a_streak() {
     use decide::Evidence::{For, Nothing, Weak};
     let up = decide::Proposal {
-        change: Change::Nworkers(8),
+        change: TunableId::NWORKERS.change(8),
         from: 7.0,
         to: 8.0,
         gain: 0.1,
         sensitivity: 1.0,
         predicted_ms: 50.0,
         miss: 0.0,
-        explanation: decide::Explanation::Declared(String::new()),
+        explanation: decide::Explanation::declared(String::new()),
     };
     let down = decide::Proposal {
-        change: Change::Nworkers(6),
+        change: TunableId::NWORKERS.change(6),
         to: 6.0,
         ..up.clone()
     };
-    let workers = crate::tuning::tunables::Tunable::Nworkers;
+    let workers = crate::tuning::tunables::Tunable::NWORKERS;
     let mut decider = decide::Decider::default();
     // A loaded phase seen clearly at one look, looks within the noise between, and the next
     // loaded phase: two looks the same way.
@@ -1064,7 +1130,7 @@ fn factor_after(time: impl Fn(f64) -> f64) -> f64 {
             tasks: obs.facts.tasks,
             workers: 8,
             factor,
-            policy: PolicyName::Factoring,
+            policy: PolicyName::Factoring.into(),
             min_chunk: 1,
             protocol: Protocol::Async,
             prefetch: 0,
@@ -1072,7 +1138,11 @@ fn factor_after(time: impl Fn(f64) -> f64) -> f64 {
         };
         in_view(&est, &obs, &setting, |view| {
             let workers = view.simulated_workers(8);
-            simulate::simulate(&view.simulation(&workers, setting.policy, factor), 0, 1)
+            simulate::simulate(
+                &view.simulation(&workers, PolicyName::Factoring, factor),
+                0,
+                1,
+            )
         })
     };
     for _ in 0..6 {
@@ -1132,8 +1202,12 @@ fn a_change_that_takes_effect_next_iteration_is_judged_on_that_iteration() {
     let tile = h.handle.declare("tile", 1_i64, 1..=8).unwrap();
     h.tuner.add_tunlets(vec![Box::new(DoubleTile(tile))]);
     // Only the tile is left to the tuner.
-    h.handle.request(Change::Factor(0.5), "fixed").unwrap();
-    h.handle.request(Change::Nworkers(4), "fixed").unwrap();
+    h.handle
+        .request(TunableId::FACTOR.change(0.5), "fixed")
+        .unwrap();
+    h.handle
+        .request(TunableId::NWORKERS.change(4), "fixed")
+        .unwrap();
     h.handle.apply_pending(0);
 
     // Iteration 0: 1600 tasks of 1 ms on 4 workers; checkpoints every 400 tasks. The tasks
@@ -1256,7 +1330,7 @@ fn on_four_cores(p: &Params, n: usize, (cpu, wait, late): (f64, Option<f64>, f64
     let _ = est.update(&obs, Protocol::Async);
     let range = workers::Range { lo: 1, hi: 60 };
     let tasks = obs.facts.tasks;
-    workers::propose(
+    propose_workers(
         &est,
         &obs,
         tasks,

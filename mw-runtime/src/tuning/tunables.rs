@@ -1,5 +1,6 @@
-//! The well-known tunables (`nworkers`, `factor`, `policy`), the tunables a program declares of
-//! its own, and the decisions that change them.
+//! The tunables: one registry holds the runtime's own (`nworkers`, `factor`, `policy`) and
+//! those a program declares, each entry with its name, its range, when a change takes effect
+//! and its value in force; and the decisions that change them.
 //!
 //! The master reads one [`Tunables`] value at every iteration boundary. Changes requested in the
 //! meantime — by the tuner, the application or an external controller — wait in a
@@ -18,7 +19,8 @@ use crate::error::{Error, Result};
 pub(crate) use crate::metrics::Decision;
 use crate::policy::{PolicyChoice, PolicyName};
 
-/// The values the runtime tunes while the program runs.
+/// The runtime's tunables in force: what the master reads at every iteration boundary (the
+/// values of the registry's first three entries).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Tunables {
     /// Workers taking part in an iteration, `1..=pool`.
@@ -30,54 +32,16 @@ pub struct Tunables {
     pub policy: PolicyChoice,
 }
 
-/// One requested change to a tunable.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Change {
-    /// New `nworkers`.
-    Nworkers(usize),
-    /// New `factor`.
-    Factor(f64),
-    /// New `policy`.
-    Policy(PolicyChoice),
-    /// A new value for a tunable the program declared ([`TunableId::change`]).
-    Declared(DeclaredId, f64),
-}
-
-/// A tunable: one of the runtime's own, or one the program declared
-/// ([`TunablesHandle::declare`]).
+/// A tunable: an entry of the registry, the runtime's own or one the program declared. Obtain
+/// it from a [`TunableId`] ([`TunableId::tunable`]); the [`TunablesHandle`] knows its name and
+/// when a change of it takes effect.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Tunable {
-    /// `nworkers`.
-    Nworkers,
-    /// `factor`.
-    Factor,
-    /// `policy`.
-    Policy,
-    /// A tunable of the program's own.
-    Declared(DeclaredId),
-}
+pub struct Tunable(usize);
 
 impl Tunable {
-    /// The runtime's tunables, in the order the control endpoint lists them.
-    pub const BUILT_IN: [Tunable; 3] = [Tunable::Nworkers, Tunable::Factor, Tunable::Policy];
-
-    /// The built-in tunable of that well-known name.
-    pub fn built_in(name: &str) -> Option<Tunable> {
-        Tunable::BUILT_IN
-            .into_iter()
-            .find(|t| t.built_in_name() == Some(name))
-    }
-
-    /// The well-known name of a built-in tunable; `None` for a declared one (its name is in the
-    /// [`TunablesHandle`]).
-    pub fn built_in_name(self) -> Option<&'static str> {
-        match self {
-            Tunable::Nworkers => Some("nworkers"),
-            Tunable::Factor => Some("factor"),
-            Tunable::Policy => Some("policy"),
-            Tunable::Declared(_) => None,
-        }
-    }
+    pub(crate) const NWORKERS: Tunable = Tunable(0);
+    pub(crate) const FACTOR: Tunable = Tunable(1);
+    pub(crate) const POLICY: Tunable = Tunable(2);
 }
 
 /// When a change of a tunable takes effect: the tuner judges a change only on the work done
@@ -98,55 +62,39 @@ pub enum TakesEffect {
     NextIteration,
 }
 
-impl Tunable {
-    /// When a change of a built-in tunable takes effect; `None` for a declared one (see
-    /// [`TunablesHandle::takes_effect`]).
-    pub fn built_in_takes_effect(self) -> Option<TakesEffect> {
-        match self {
-            Tunable::Nworkers => Some(TakesEffect::AtOnce),
-            Tunable::Factor | Tunable::Policy => Some(TakesEffect::NextChunk),
-            Tunable::Declared(_) => None,
-        }
-    }
-}
-
-/// Which of the program's declared tunables: obtained from [`TunableId::tunable`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct DeclaredId(usize);
-
-/// A typed handle on a numeric tunable: a built-in one ([`TunableId::FACTOR`],
-/// [`TunableId::NWORKERS`]) or one the program declared with [`TunablesHandle::declare`]. Read
-/// its value with [`TunablesHandle::value`] (or [`TunerView::value`](crate::tuning::TunerView::value)),
-/// propose one from a [`Tunlet`](crate::tuning::Tunlet) with
-/// [`Proposal::new`](crate::tuning::Proposal::new). (`policy` is not a number: a tunlet proposes
-/// it with [`Proposal::policy`](crate::tuning::Proposal::policy).)
+/// A typed handle on a tunable: a built-in one ([`TunableId::NWORKERS`],
+/// [`TunableId::FACTOR`], [`TunableId::POLICY`]) or one the program declared with
+/// [`TunablesHandle::declare`]. Read its value with [`TunablesHandle::value`] (or
+/// [`TunerView::value`](crate::tuning::TunerView::value)), propose one from a
+/// [`Tunlet`](crate::tuning::Tunlet) with [`Proposal::new`](crate::tuning::Proposal::new),
+/// request one with [`change`](TunableId::change).
 pub struct TunableId<T> {
-    tunable: Numeric,
+    tunable: Tunable,
     kind: PhantomData<fn() -> T>,
-}
-
-/// The numeric tunables.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Numeric {
-    Nworkers,
-    Factor,
-    Declared(DeclaredId),
 }
 
 impl TunableId<i64> {
     /// `nworkers`: workers taking part, from 1 to the pool.
-    pub const NWORKERS: TunableId<i64> = TunableId {
-        tunable: Numeric::Nworkers,
-        kind: PhantomData,
-    };
+    pub const NWORKERS: TunableId<i64> = TunableId::of(Tunable::NWORKERS);
 }
 
 impl TunableId<f64> {
     /// `factor`: how work is cut into chunks, in `(0, 1]`.
-    pub const FACTOR: TunableId<f64> = TunableId {
-        tunable: Numeric::Factor,
-        kind: PhantomData,
-    };
+    pub const FACTOR: TunableId<f64> = TunableId::of(Tunable::FACTOR);
+}
+
+impl TunableId<PolicyChoice> {
+    /// `policy`: the distribution policy, a built-in one or one the program registered.
+    pub const POLICY: TunableId<PolicyChoice> = TunableId::of(Tunable::POLICY);
+}
+
+impl<T> TunableId<T> {
+    const fn of(tunable: Tunable) -> Self {
+        TunableId {
+            tunable,
+            kind: PhantomData,
+        }
+    }
 }
 
 impl<T> Clone for TunableId<T> {
@@ -159,7 +107,7 @@ impl<T> Copy for TunableId<T> {}
 
 impl<T> fmt::Debug for TunableId<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "TunableId({:?})", self.tunable)
+        write!(f, "TunableId({})", self.tunable.0)
     }
 }
 
@@ -172,183 +120,346 @@ impl<T> PartialEq for TunableId<T> {
 impl<T: TunableValue> TunableId<T> {
     /// The tunable this handle names.
     pub fn tunable(self) -> Tunable {
-        match self.tunable {
-            Numeric::Nworkers => Tunable::Nworkers,
-            Numeric::Factor => Tunable::Factor,
-            Numeric::Declared(id) => Tunable::Declared(id),
-        }
+        self.tunable
     }
 
-    /// The change that sets this tunable to `value` (a negative worker count as 0, which the
-    /// range check refuses).
+    /// The change that sets this tunable to `value`, for
+    /// [`TunablesHandle::request`]; its range is checked there.
     pub fn change(self, value: T) -> Change {
-        let v = value.to_f64();
-        match self.tunable {
-            Numeric::Nworkers => Change::Nworkers(v.max(0.0) as usize),
-            Numeric::Factor => Change::Factor(v),
-            Numeric::Declared(id) => Change::Declared(id, v),
+        Change {
+            tunable: self.tunable,
+            value: value.into_value(),
         }
     }
 }
 
-/// The types a declared tunable can hold: whole numbers (`i64`, e.g. a tile size) and real
-/// numbers (`f64`).
-pub trait TunableValue: Copy + PartialOrd + fmt::Display + private::Sealed {
-    /// Whether only whole numbers are valid.
-    const WHOLE: bool;
-    /// The value as the tuner and the metrics hold it.
-    fn to_f64(self) -> f64;
-    /// The value back from the tuner's number.
-    fn from_f64(value: f64) -> Self;
-}
+/// The types a tunable holds: whole numbers (`i64`: `nworkers`, a tile size), real numbers
+/// (`f64`: `factor`) and policies ([`PolicyChoice`]). A program declares whole and real ones.
+pub trait TunableValue: Clone + fmt::Display + private::Sealed {}
+
+impl TunableValue for i64 {}
+impl TunableValue for f64 {}
+impl TunableValue for PolicyChoice {}
 
 mod private {
-    pub trait Sealed {}
-    impl Sealed for i64 {}
-    impl Sealed for f64 {}
+    use crate::policy::PolicyChoice;
+
+    /// A tunable's value, of one of the kinds a [`TunableValue`](super::TunableValue) is:
+    /// nameable only inside the crate (the registry holds values so).
+    #[derive(Debug, Clone, PartialEq)]
+    pub enum Value {
+        Whole(i64),
+        Real(f64),
+        Policy(PolicyChoice),
+    }
+
+    /// The value as the registry holds it, and back.
+    pub trait Sealed: Sized {
+        fn into_value(self) -> Value;
+        fn from_value(value: &Value) -> Option<Self>;
+    }
+
+    impl Sealed for i64 {
+        fn into_value(self) -> Value {
+            Value::Whole(self)
+        }
+        fn from_value(value: &Value) -> Option<Self> {
+            match *value {
+                Value::Whole(v) => Some(v),
+                _ => None,
+            }
+        }
+    }
+
+    impl Sealed for f64 {
+        fn into_value(self) -> Value {
+            Value::Real(self)
+        }
+        fn from_value(value: &Value) -> Option<Self> {
+            match *value {
+                Value::Real(v) => Some(v),
+                _ => None,
+            }
+        }
+    }
+
+    impl Sealed for PolicyChoice {
+        fn into_value(self) -> Value {
+            Value::Policy(self)
+        }
+        fn from_value(value: &Value) -> Option<Self> {
+            match value {
+                Value::Policy(p) => Some(p.clone()),
+                _ => None,
+            }
+        }
+    }
 }
 
-impl TunableValue for i64 {
-    const WHOLE: bool = true;
-    fn to_f64(self) -> f64 {
-        self as f64
+use private::Value;
+
+impl Value {
+    /// As the metrics' decisions record it.
+    fn json(&self) -> serde_json::Value {
+        match self {
+            Value::Whole(v) => (*v).into(),
+            Value::Real(v) => (*v).into(),
+            Value::Policy(p) => p.to_string().into(),
+        }
     }
-    fn from_f64(value: f64) -> Self {
-        value.round() as i64
+
+    /// As the tuner compares values: numbers as they are; a policy by its place among the
+    /// policies (`registered` after the built-in ones, see [`policy_number`]).
+    fn number<'a>(&self, registered: impl IntoIterator<Item = &'a str>) -> f64 {
+        match self {
+            Value::Whole(v) => *v as f64,
+            Value::Real(v) => *v,
+            Value::Policy(p) => policy_number(p, registered),
+        }
     }
 }
 
-impl TunableValue for f64 {
-    const WHOLE: bool = false;
-    fn to_f64(self) -> f64 {
-        self
-    }
-    fn from_f64(value: f64) -> Self {
-        value
+impl fmt::Display for Value {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Value::Whole(v) => v.fmt(f),
+            Value::Real(v) => v.fmt(f),
+            Value::Policy(p) => p.fmt(f),
+        }
     }
 }
 
-/// A declared tunable: its name, range and value in force.
+/// One requested change: a tunable and its new value. Made by [`TunableId::change`], or
+/// parsed from text by [`TunablesHandle::parse`].
 #[derive(Debug, Clone, PartialEq)]
-struct Declared {
-    name: String,
-    min: f64,
-    max: f64,
-    whole: bool,
-    value: f64,
-    takes_effect: TakesEffect,
-}
-
-impl Declared {
-    fn check(&self, value: f64) -> Result<()> {
-        if value >= self.min && value <= self.max && (!self.whole || value.fract() == 0.0) {
-            return Ok(());
-        }
-        let kind = if self.whole {
-            "a whole number"
-        } else {
-            "a number"
-        };
-        Err(Error::config(
-            format!("error: `{}` = {value} is out of range", self.name),
-            format!(
-                "`{}` takes {kind} between {} and {}",
-                self.name, self.min, self.max
-            ),
-        ))
-    }
-
-    fn json(&self, value: f64) -> serde_json::Value {
-        if self.whole {
-            (value as i64).into()
-        } else {
-            value.into()
-        }
-    }
+pub struct Change {
+    tunable: Tunable,
+    value: Value,
 }
 
 impl Change {
     /// Which tunable it changes.
     pub fn tunable(&self) -> Tunable {
-        match self {
-            Change::Nworkers(_) => Tunable::Nworkers,
-            Change::Factor(_) => Tunable::Factor,
-            Change::Policy(_) => Tunable::Policy,
-            Change::Declared(id, _) => Tunable::Declared(*id),
+        self.tunable
+    }
+
+    /// The new value, when the change is of the tunable `id` names.
+    pub fn value<T: TunableValue>(&self, id: TunableId<T>) -> Option<T> {
+        (self.tunable == id.tunable)
+            .then(|| T::from_value(&self.value))
+            .flatten()
+    }
+
+    /// Whether its tunable's values have an order (numbers do; policies do not).
+    pub(crate) fn ordered(&self) -> bool {
+        !matches!(self.value, Value::Policy(_))
+    }
+}
+
+/// What values a tunable takes.
+#[derive(Debug, Clone, PartialEq)]
+enum Domain {
+    /// Numbers from `min` to `max` (`min` itself refused when `open`), whole ones only when
+    /// `whole`.
+    Number {
+        min: f64,
+        max: f64,
+        open: bool,
+        whole: bool,
+    },
+    /// A built-in policy but `auto`, or one of the policies the program registered (as it
+    /// spelled them: the tuner tells policies apart by their registered names).
+    Policy { registered: Vec<String> },
+}
+
+/// An entry of the registry: a tunable's name, the values it takes, when a change takes
+/// effect, and its value in force.
+#[derive(Debug, Clone, PartialEq)]
+struct Entry {
+    name: String,
+    domain: Domain,
+    takes_effect: TakesEffect,
+    value: Value,
+    /// What it takes, in words, for the message of a value that does not parse: "`NAME`
+    /// takes …".
+    takes: String,
+    /// The help of the message of a value out of range.
+    range_help: String,
+}
+
+impl Entry {
+    /// `nworkers` for a pool of `pool` workers.
+    fn nworkers(value: usize, pool: usize) -> Entry {
+        Entry {
+            name: "nworkers".to_owned(),
+            domain: Domain::Number {
+                min: 1.0,
+                max: pool as f64,
+                open: false,
+                whole: true,
+            },
+            takes_effect: TakesEffect::AtOnce,
+            value: Value::Whole(value as i64),
+            takes: "a whole number of workers".to_owned(),
+            range_help: format!(
+                "choose between 1 and the pool of {pool} workers (see --max-workers)"
+            ),
         }
     }
 
-    /// Checks the value against its range, for a pool of `pool` workers (a declared tunable's
-    /// range is checked by the [`TunablesHandle`] it was declared on).
-    ///
-    /// # Errors
-    /// A configuration error naming the tunable, the value and the valid range.
-    pub fn validate(&self, pool: usize) -> Result<()> {
-        match *self {
-            Change::Nworkers(n) if n == 0 || n > pool => Err(Error::config(
-                format!("error: `nworkers` = {n} is out of range"),
-                format!("choose between 1 and the pool of {pool} workers (see --max-workers)"),
-            )),
-            Change::Factor(f) => check_factor(f),
-            Change::Policy(PolicyChoice::BuiltIn(PolicyName::Auto)) => Err(Error::config(
-                "error: `policy` cannot be set to `auto` while the program runs",
-                "`auto` is chosen when the run starts (`--policy auto`); set a policy by name, \
-                 e.g. `wf`",
-            )),
-            _ => Ok(()),
+    fn factor(value: f64) -> Entry {
+        Entry {
+            name: "factor".to_owned(),
+            domain: Domain::Number {
+                min: 0.0,
+                max: 1.0,
+                open: true,
+                whole: false,
+            },
+            takes_effect: TakesEffect::NextChunk,
+            value: Value::Real(value),
+            takes: "a number in (0, 1]".to_owned(),
+            range_help: "the factor is a fraction of the remaining work: choose a value in \
+                         (0, 1], e.g. 0.5"
+                .to_owned(),
         }
     }
 
-    /// Parses a change from a tunable's name and a value in text, as an external controller sends
-    /// them.
-    ///
-    /// # Errors
-    /// When the name is not a tunable or the value does not parse.
-    pub fn parse(name: &str, value: &str) -> Result<Change> {
-        let bad = |expected: &str| {
-            Error::config(
-                format!("error: `{value}` is not a valid value for `{name}`"),
-                format!("`{name}` takes {expected}"),
-            )
-        };
-        match Tunable::built_in(name) {
-            Some(Tunable::Nworkers) => value
-                .parse()
-                .map(Change::Nworkers)
-                .map_err(|_| bad("a whole number of workers")),
-            Some(Tunable::Factor) => value
-                .parse()
-                .map(Change::Factor)
-                .map_err(|_| bad("a number in (0, 1]")),
-            Some(Tunable::Policy) => {
-                value
-                    .parse::<PolicyChoice>()
-                    .map(Change::Policy)
-                    .map_err(|_| {
-                        bad(&format!(
-                            "one of {} or the name of a policy the program registered",
-                            PolicyName::all_names()
-                        ))
-                    })
+    fn policy(value: PolicyChoice) -> Entry {
+        Entry {
+            name: "policy".to_owned(),
+            domain: Domain::Policy {
+                registered: Vec::new(),
+            },
+            takes_effect: TakesEffect::NextChunk,
+            value: Value::Policy(value),
+            takes: format!(
+                "one of {} or the name of a policy the program registered",
+                PolicyName::all_names()
+            ),
+            range_help: String::new(),
+        }
+    }
+
+    /// A tunable the program declares: a whole or real number over `min..=max`.
+    fn declared(name: &str, value: Value, min: f64, max: f64, takes_effect: TakesEffect) -> Entry {
+        let whole = matches!(value, Value::Whole(_));
+        let kind = if whole { "a whole number" } else { "a number" };
+        let takes = format!("{kind} between {min} and {max}");
+        Entry {
+            name: name.to_owned(),
+            domain: Domain::Number {
+                min,
+                max,
+                open: false,
+                whole,
+            },
+            takes_effect,
+            value,
+            range_help: format!("`{name}` takes {takes}"),
+            takes,
+        }
+    }
+
+    /// The policies the program registered, when this is `policy`.
+    fn registered(&self) -> &[String] {
+        match &self.domain {
+            Domain::Policy { registered } => registered,
+            Domain::Number { .. } => &[],
+        }
+    }
+
+    /// `value` if this tunable takes it; a registered policy named as the program spelled it
+    /// (names are accepted whatever their case).
+    fn checked(&self, value: Value) -> Result<Value> {
+        let name = &self.name;
+        match (&self.domain, value) {
+            (
+                &Domain::Number {
+                    min,
+                    max,
+                    open,
+                    whole,
+                },
+                value @ (Value::Whole(_) | Value::Real(_)),
+            ) => {
+                let v = value.number([]);
+                let low = if open { v > min } else { v >= min };
+                let kind = whole == matches!(value, Value::Whole(_));
+                if !kind {
+                    Err(Error::config(
+                        format!("error: `{value}` is not a valid value for `{name}`"),
+                        format!("`{name}` takes {}", self.takes),
+                    ))
+                } else if low && v <= max {
+                    Ok(value)
+                } else {
+                    Err(self.out_of_range(&value))
+                }
             }
-            _ => Err(Error::config(
-                format!("error: no tunable is named `{name}`"),
-                format!(
-                    "the tunables are {}",
-                    in_words(Tunable::BUILT_IN.iter().filter_map(|t| t.built_in_name()))
-                ),
+            (Domain::Policy { .. }, Value::Policy(PolicyChoice::BuiltIn(PolicyName::Auto))) => {
+                Err(Error::config(
+                    "error: `policy` cannot be set to `auto` while the program runs",
+                    "`auto` is chosen when the run starts (`--policy auto`); set a policy by \
+                     name, e.g. `wf`",
+                ))
+            }
+            (Domain::Policy { registered }, Value::Policy(PolicyChoice::Registered(asked))) => {
+                registered
+                    .iter()
+                    .find(|r| r.eq_ignore_ascii_case(&asked))
+                    .map(|r| Value::Policy(PolicyChoice::Registered(r.clone())))
+                    .ok_or_else(|| no_such_policy(&asked, registered))
+            }
+            (Domain::Policy { .. }, policy @ Value::Policy(_)) => Ok(policy),
+            (_, value) => Err(Error::config(
+                format!("error: `{value}` is not a valid value for `{name}`"),
+                format!("`{name}` takes {}", self.takes),
             )),
         }
     }
 
-    fn value(&self) -> serde_json::Value {
-        match self {
-            Change::Nworkers(n) => (*n).into(),
-            Change::Factor(f) => (*f).into(),
-            Change::Policy(p) => p.to_string().into(),
-            Change::Declared(_, v) => (*v).into(),
-        }
+    fn out_of_range(&self, value: &Value) -> Error {
+        Error::config(
+            format!("error: `{}` = {value} is out of range", self.name),
+            self.range_help.clone(),
+        )
     }
+
+    /// The value `text` says, unchecked against the range.
+    fn parse(&self, text: &str) -> Result<Value> {
+        let value = match &self.domain {
+            Domain::Number { whole: true, .. } => text.parse().ok().map(Value::Whole),
+            Domain::Number { whole: false, .. } => text
+                .parse::<f64>()
+                .ok()
+                .filter(|v| v.is_finite())
+                .map(Value::Real),
+            Domain::Policy { .. } => text.parse().ok().map(Value::Policy),
+        };
+        value.ok_or_else(|| {
+            Error::config(
+                format!("error: `{text}` is not a valid value for `{}`", self.name),
+                format!("`{}` takes {}", self.name, self.takes),
+            )
+        })
+    }
+}
+
+/// The error for a policy name that is neither built in nor registered.
+fn no_such_policy(name: &str, registered: &[String]) -> Error {
+    let registered = if registered.is_empty() {
+        "the program registered none".to_owned()
+    } else {
+        format!("the program registered `{}`", registered.join("`, `"))
+    };
+    Error::config(
+        format!("error: no policy is named `{name}`"),
+        format!(
+            "the built-in policies are {}; {registered}",
+            PolicyName::all_names()
+        ),
+    )
 }
 
 /// A policy as the tuner holds it in proposals and decisions, a number: its place in
@@ -369,73 +480,9 @@ pub(crate) fn policy_number<'a>(
     place.unwrap_or(0) as f64
 }
 
-/// Refuses factors outside `(0, 1]`.
+/// Refuses factors outside `(0, 1]`, as a change of `factor` is refused.
 pub(crate) fn check_factor(factor: f64) -> Result<()> {
-    if factor > 0.0 && factor <= 1.0 {
-        Ok(())
-    } else {
-        Err(Error::config(
-            format!("error: `factor` = {factor} is out of range"),
-            "the factor is a fraction of the remaining work: choose a value in (0, 1], e.g. 0.5",
-        ))
-    }
-}
-
-impl Tunables {
-    /// Applies `change`, returning the decision that records it, or `None` when the value does
-    /// not change.
-    pub(crate) fn apply(
-        &mut self,
-        change: &Change,
-        iteration: usize,
-        why: &Why,
-    ) -> Option<Decision> {
-        let from = match change {
-            Change::Nworkers(n) if *n != self.nworkers => {
-                std::mem::replace(&mut self.nworkers, *n).into()
-            }
-            Change::Factor(f) if *f != self.factor => {
-                std::mem::replace(&mut self.factor, *f).into()
-            }
-            Change::Policy(p) if *p != self.policy => {
-                std::mem::replace(&mut self.policy, p.clone())
-                    .to_string()
-                    .into()
-            }
-            _ => return None,
-        };
-        Some(Decision {
-            iteration,
-            tasks_done: None,
-            tunable: change
-                .tunable()
-                .built_in_name()
-                .unwrap_or_default()
-                .to_owned(),
-            from,
-            to: change.value(),
-            reason: why.reason.clone(),
-            summary: why.summary.clone(),
-            predicted_ms: why.predicted_ms,
-            measured_ms: why.measured_ms,
-            details: why.details.clone(),
-        })
-    }
-
-    /// The value of a tunable by its well-known name, as text.
-    pub fn get(&self, name: &str) -> Option<String> {
-        Tunable::built_in(name).and_then(|t| self.text(t))
-    }
-
-    /// The value of a built-in tunable, as text; `None` for a declared one.
-    fn text(&self, tunable: Tunable) -> Option<String> {
-        match tunable {
-            Tunable::Nworkers => Some(self.nworkers.to_string()),
-            Tunable::Factor => Some(self.factor.to_string()),
-            Tunable::Policy => Some(self.policy.to_string()),
-            Tunable::Declared(_) => None,
-        }
-    }
+    Entry::factor(factor).checked(Value::Real(factor)).map(drop)
 }
 
 /// Names in backticks, for messages: "`a`, `b` and `c`".
@@ -490,8 +537,10 @@ impl Why {
 /// # Examples
 /// ```no_run
 /// # fn f(setup: &mw_runtime::Setup) -> mw_runtime::Result<()> {
+/// use mw_runtime::TunableId;
+///
 /// let tunables = setup.tunables();
-/// tunables.request(mw_runtime::Change::Nworkers(4), "application")?;
+/// tunables.request(TunableId::NWORKERS.change(4), "application")?;
 /// # Ok(()) }
 /// ```
 #[derive(Debug, Clone)]
@@ -501,80 +550,55 @@ pub struct TunablesHandle {
 
 #[derive(Debug)]
 struct State {
-    current: Tunables,
-    /// The program's own tunables, by [`DeclaredId`].
-    declared: Vec<Declared>,
-    pool: usize,
+    /// The registry: `nworkers`, `factor`, `policy`, then the program's own, by [`Tunable`].
+    entries: Vec<Entry>,
     pending: Vec<(Change, Why)>,
     /// Tunables set by the application or from outside: the tuner leaves them alone.
     held: Vec<Tunable>,
-    /// Names of the policies the program registered, which `policy` can be set to.
-    registered: Vec<String>,
+    pool: usize,
 }
 
 impl State {
-    /// `change` if it is valid, a registered policy named as the program spelled it: names are
-    /// accepted whatever their case, and the tuner tells policies apart by their registered
-    /// names.
+    fn entry(&self, tunable: Tunable) -> &Entry {
+        &self.entries[tunable.0]
+    }
+
+    /// `change` if it is valid (see [`Entry::checked`]).
     fn checked(&self, change: Change) -> Result<Change> {
-        match change {
-            Change::Declared(id, value) => {
-                self.declared[id.0].check(value)?;
-                Ok(change)
-            }
-            Change::Policy(PolicyChoice::Registered(name)) => self
-                .registered
-                .iter()
-                .find(|r| r.eq_ignore_ascii_case(&name))
-                .map(|r| Change::Policy(PolicyChoice::Registered(r.clone())))
-                .ok_or_else(|| self.no_such_policy(&name)),
-            _ => change.validate(self.pool).map(|()| change),
+        let value = self.entry(change.tunable).checked(change.value)?;
+        Ok(Change { value, ..change })
+    }
+
+    /// The runtime's tunables in force.
+    fn current(&self) -> Tunables {
+        let value = |t: Tunable| &self.entry(t).value;
+        Tunables {
+            nworkers: match value(Tunable::NWORKERS) {
+                Value::Whole(n) => (*n).max(0) as usize,
+                _ => 0,
+            },
+            factor: match value(Tunable::FACTOR) {
+                Value::Real(f) => *f,
+                _ => f64::NAN,
+            },
+            policy: match value(Tunable::POLICY) {
+                Value::Policy(p) => p.clone(),
+                _ => PolicyName::Daf.into(),
+            },
         }
     }
 
-    /// `policy` as a number ([`policy_number`]), among the policies registered.
-    fn policy_number(&self, policy: &PolicyChoice) -> f64 {
-        policy_number(policy, self.registered.iter().map(String::as_str))
-    }
-
-    /// The error for a policy name that is neither built in nor registered.
-    fn no_such_policy(&self, name: &str) -> Error {
-        let registered = if self.registered.is_empty() {
-            "the program registered none".to_owned()
-        } else {
-            format!("the program registered `{}`", self.registered.join("`, `"))
-        };
-        Error::config(
-            format!("error: no policy is named `{name}`"),
-            format!(
-                "the built-in policies are {}; {registered}",
-                PolicyName::all_names()
-            ),
-        )
-    }
-
-    fn name(&self, tunable: Tunable) -> String {
-        match tunable {
-            Tunable::Declared(id) => self.declared[id.0].name.clone(),
-            _ => tunable.built_in_name().unwrap_or_default().to_owned(),
-        }
-    }
-
-    fn takes_effect(&self, tunable: Tunable) -> TakesEffect {
-        match tunable {
-            Tunable::Declared(id) => self.declared[id.0].takes_effect,
-            _ => tunable
-                .built_in_takes_effect()
-                .unwrap_or(TakesEffect::NextIteration),
-        }
+    /// A value as the tuner compares it.
+    fn number(&self, value: &Value) -> f64 {
+        let registered = self.entry(Tunable::POLICY).registered();
+        value.number(registered.iter().map(String::as_str))
     }
 
     fn find(&self, name: &str) -> Result<Tunable> {
-        Tunable::built_in(name)
-            .or_else(|| {
-                let index = self.declared.iter().position(|d| d.name == name)?;
-                Some(Tunable::Declared(DeclaredId(index)))
-            })
+        self.entries
+            .iter()
+            .position(|e| e.name == name)
+            .map(Tunable)
             .ok_or_else(|| {
                 Error::config(
                     format!("error: no tunable is named `{name}`"),
@@ -585,26 +609,22 @@ impl State {
 
     /// Every tunable's name in backticks, for messages.
     fn names(&self) -> String {
-        let built_in = Tunable::BUILT_IN.iter().filter_map(|t| t.built_in_name());
-        in_words(built_in.chain(self.declared.iter().map(|d| d.name.as_str())))
+        in_words(self.entries.iter().map(|e| e.name.as_str()))
     }
 
     /// Applies `change`; the decision that records it, or `None` when the value does not change.
     fn apply(&mut self, change: &Change, iteration: usize, why: &Why) -> Option<Decision> {
-        let Change::Declared(id, value) = *change else {
-            return self.current.apply(change, iteration, why);
-        };
-        let declared = &mut self.declared[id.0];
-        if declared.value == value {
+        let entry = &mut self.entries[change.tunable.0];
+        if entry.value == change.value {
             return None;
         }
-        let from = std::mem::replace(&mut declared.value, value);
+        let from = std::mem::replace(&mut entry.value, change.value.clone());
         Some(Decision {
             iteration,
             tasks_done: None,
-            tunable: declared.name.clone(),
-            from: declared.json(from),
-            to: declared.json(value),
+            tunable: entry.name.clone(),
+            from: from.json(),
+            to: change.value.json(),
             reason: why.reason.clone(),
             summary: why.summary.clone(),
             predicted_ms: why.predicted_ms,
@@ -623,28 +643,36 @@ pub(crate) struct Applied {
 }
 
 impl TunablesHandle {
+    /// The registry of the runtime's tunables, starting at `current`, for a pool of `pool`
+    /// workers.
     pub(crate) fn new(current: Tunables, pool: usize) -> Self {
+        let entries = vec![
+            Entry::nworkers(current.nworkers, pool),
+            Entry::factor(current.factor),
+            Entry::policy(current.policy),
+        ];
         TunablesHandle {
             inner: Arc::new(Mutex::new(State {
-                current,
-                declared: Vec::new(),
-                pool,
+                entries,
                 pending: Vec::new(),
                 held: Vec::new(),
-                registered: Vec::new(),
+                pool,
             })),
         }
     }
 
     /// The policies the program registered: `policy` can be set to them from now on.
     pub(crate) fn register_policies(&self, names: impl IntoIterator<Item = String>) {
-        self.lock().registered.extend(names);
+        let mut state = self.lock();
+        if let Domain::Policy { registered } = &mut state.entries[Tunable::POLICY.0].domain {
+            registered.extend(names);
+        }
     }
 
     /// Starts the run with `policy` (a registered one, named when the run started), as if it
     /// had been the starting value.
     pub(crate) fn start_with_policy(&self, policy: PolicyChoice) {
-        self.lock().current.policy = policy;
+        self.lock().entries[Tunable::POLICY.0].value = Value::Policy(policy);
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
@@ -652,9 +680,9 @@ impl TunablesHandle {
         self.inner.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// The tunables in force for the current iteration.
+    /// The runtime's tunables in force for the current iteration.
     pub fn current(&self) -> Tunables {
-        self.lock().current.clone()
+        self.lock().current()
     }
 
     /// Declares a tunable of the program's own, named `name`, starting at `start`, valid over
@@ -683,7 +711,7 @@ impl TunablesHandle {
     /// # Errors
     /// When `name` is taken (by a runtime tunable or an earlier declaration), is not one word
     /// of letters, digits, `_` or `-`, or `start` lies outside `range`.
-    pub fn declare<T: TunableValue>(
+    pub fn declare<T: TunableValue + Copy + PartialOrd>(
         &self,
         name: &str,
         start: T,
@@ -699,7 +727,7 @@ impl TunablesHandle {
     ///
     /// # Errors
     /// As [`declare`](TunablesHandle::declare).
-    pub fn declare_with<T: TunableValue>(
+    pub fn declare_with<T: TunableValue + Copy + PartialOrd>(
         &self,
         name: &str,
         start: T,
@@ -720,66 +748,64 @@ impl TunablesHandle {
                 "name it with letters, digits, `_` or `-`, e.g. `tile_size`",
             ));
         }
-        let declared = Declared {
-            name: name.to_owned(),
-            min: range.start().to_f64(),
-            max: range.end().to_f64(),
-            whole: T::WHOLE,
-            value: start.to_f64(),
-            takes_effect,
-        };
-        declared.check(declared.value)?;
-        state.declared.push(declared);
-        Ok(TunableId {
-            tunable: Numeric::Declared(DeclaredId(state.declared.len() - 1)),
-            kind: PhantomData,
-        })
+        let number = |v: T| state.number(&v.into_value());
+        let (min, max) = (number(*range.start()), number(*range.end()));
+        let value = start.into_value();
+        let entry = Entry::declared(name, value.clone(), min, max, takes_effect);
+        entry.checked(value)?;
+        state.entries.push(entry);
+        Ok(TunableId::of(Tunable(state.entries.len() - 1)))
     }
 
-    /// The value in force of a numeric tunable: a built-in one or one the program declared.
+    /// The value in force of a tunable: a built-in one or one the program declared.
     pub fn value<T: TunableValue>(&self, id: TunableId<T>) -> T {
-        T::from_f64(self.number(id.tunable()))
+        let state = self.lock();
+        let value = &state.entry(id.tunable).value;
+        // A `TunableId<T>` is made only for an entry holding a `T` (a constant of the runtime's
+        // or `declare::<T>`): another kind would be an id of another program's registry.
+        T::from_value(value).unwrap_or_else(|| unreachable!("{value:?} is not the id's kind"))
     }
 
-    /// The value in force of any tunable, as the tuner holds it: `nworkers` and `factor` as
-    /// numbers, `policy` as [`policy_number`] numbers it.
+    /// The value in force of any tunable, as the tuner compares values: numbers as they are,
+    /// `policy` as [`policy_number`] numbers it.
     pub(crate) fn number(&self, tunable: Tunable) -> f64 {
         let state = self.lock();
-        match tunable {
-            Tunable::Nworkers => state.current.nworkers as f64,
-            Tunable::Factor => state.current.factor,
-            Tunable::Policy => state.policy_number(&state.current.policy),
-            Tunable::Declared(id) => state.declared[id.0].value,
-        }
+        state.number(&state.entry(tunable).value)
     }
 
-    /// `policy` as the tuner numbers it ([`policy_number`]), among the policies registered.
-    pub(crate) fn policy_number(&self, policy: &PolicyChoice) -> f64 {
-        self.lock().policy_number(policy)
+    /// The value `change` asks for, as the tuner compares values.
+    pub(crate) fn number_of(&self, change: &Change) -> f64 {
+        self.lock().number(&change.value)
+    }
+
+    /// The change that sets `tunable` back to its value in force.
+    pub(crate) fn in_force(&self, tunable: Tunable) -> Change {
+        Change {
+            tunable,
+            value: self.lock().entry(tunable).value.clone(),
+        }
     }
 
     /// When a change of `tunable` takes effect.
     pub fn takes_effect(&self, tunable: Tunable) -> TakesEffect {
-        self.lock().takes_effect(tunable)
+        self.lock().entry(tunable).takes_effect
     }
 
     /// A tunable's name: the well-known one, or the one it was declared with.
     pub fn name(&self, tunable: Tunable) -> String {
-        self.lock().name(tunable)
+        self.lock().entry(tunable).name.clone()
     }
 
     /// Every tunable with its value in force, `NAME=VALUE` separated by spaces (the control
     /// endpoint's `get`).
     pub fn list(&self) -> String {
         let state = self.lock();
-        let built_in = Tunable::BUILT_IN
+        let all: Vec<String> = state
+            .entries
             .iter()
-            .filter_map(|&t| Some(format!("{}={}", t.built_in_name()?, state.current.text(t)?)));
-        let declared = state
-            .declared
-            .iter()
-            .map(|d| format!("{}={}", d.name, d.json(d.value)));
-        built_in.chain(declared).collect::<Vec<_>>().join(" ")
+            .map(|e| format!("{}={}", e.name, e.value))
+            .collect();
+        all.join(" ")
     }
 
     /// The value in force of the tunable named `name`, as text.
@@ -788,42 +814,20 @@ impl TunablesHandle {
     /// When no tunable has that name; the message lists them.
     pub fn get_text(&self, name: &str) -> Result<String> {
         let state = self.lock();
-        match state.find(name)? {
-            Tunable::Declared(id) => {
-                let d = &state.declared[id.0];
-                Ok(d.json(d.value).to_string())
-            }
-            _ => Ok(state.current.get(name).unwrap_or_default()),
-        }
+        let tunable = state.find(name)?;
+        Ok(state.entry(tunable).value.to_string())
     }
 
     /// Parses a change from a tunable's name and a value in text, as an external controller
-    /// sends them; declared tunables included.
+    /// sends them.
     ///
     /// # Errors
     /// When the name is not a tunable or the value does not parse.
     pub fn parse(&self, name: &str, value: &str) -> Result<Change> {
         let state = self.lock();
-        let Tunable::Declared(id) = state.find(name)? else {
-            return Change::parse(name, value);
-        };
-        let d = &state.declared[id.0];
-        let parsed = if d.whole {
-            value.parse::<i64>().ok().map(|v| v as f64)
-        } else {
-            value.parse::<f64>().ok().filter(|v| v.is_finite())
-        };
-        parsed.map(|v| Change::Declared(id, v)).ok_or_else(|| {
-            let kind = if d.whole {
-                "a whole number"
-            } else {
-                "a number"
-            };
-            Error::config(
-                format!("error: `{value}` is not a valid value for `{name}`"),
-                format!("`{name}` takes {kind} between {} and {}", d.min, d.max),
-            )
-        })
+        let tunable = state.find(name)?;
+        let value = state.entry(tunable).parse(value)?;
+        Ok(Change { tunable, value })
     }
 
     /// Requests a change for the next iteration boundary; `reason` is logged with the decision.
@@ -845,8 +849,8 @@ impl TunablesHandle {
     pub(crate) fn request_why(&self, change: Change, why: Why) -> Result<()> {
         let mut state = self.lock();
         let change = state.checked(change)?;
-        let tunable = change.tunable();
-        state.pending.retain(|(c, _)| c.tunable() != tunable);
+        let tunable = change.tunable;
+        state.pending.retain(|(c, _)| c.tunable != tunable);
         state.pending.push((change, why));
         Ok(())
     }
@@ -864,12 +868,12 @@ impl TunablesHandle {
     /// whether it was queued.
     pub(crate) fn request_tuned(&self, change: Change, why: Why) -> bool {
         let mut state = self.lock();
-        let tunable = change.tunable();
+        let tunable = change.tunable;
         let taken = state.held.contains(&tunable)
             || state
                 .pending
                 .iter()
-                .any(|(c, w)| c.tunable() == tunable && w.source != Source::Tuner);
+                .any(|(c, w)| c.tunable == tunable && w.source != Source::Tuner);
         if taken {
             return false;
         }
@@ -904,7 +908,7 @@ impl TunablesHandle {
         let pending = std::mem::take(&mut state.pending);
         let mut applied = Vec::new();
         for (change, why) in &pending {
-            let tunable = change.tunable();
+            let tunable = change.tunable;
             if why.source != Source::Tuner && !state.held.contains(&tunable) {
                 state.held.push(tunable);
             }
@@ -927,7 +931,7 @@ impl TunablesHandle {
         let pending = std::mem::take(&mut state.pending);
         let (tuned, others): (Vec<_>, Vec<_>) = pending.into_iter().partition(|(change, why)| {
             why.source == Source::Tuner
-                && state.takes_effect(change.tunable()) != TakesEffect::NextIteration
+                && state.entry(change.tunable).takes_effect != TakesEffect::NextIteration
         });
         state.pending = others;
         let mut applied = Vec::new();
@@ -936,7 +940,7 @@ impl TunablesHandle {
                 decision.tasks_done = Some(tasks_done);
                 applied.push(Applied {
                     decision,
-                    tunable: change.tunable(),
+                    tunable: change.tunable,
                     source: why.source,
                 });
             }
@@ -982,6 +986,76 @@ mod tests {
         );
     }
 
+    /// The runtime's tunables are entries of the registry like a program's own: named, read,
+    /// parsed, checked and changed the same way, each through its typed id.
+    #[test]
+    fn the_runtime_tunables_are_registry_entries_like_the_programs() {
+        let start = Tunables {
+            nworkers: 2,
+            factor: 0.5,
+            policy: PolicyName::Daf.into(),
+        };
+        let handle = TunablesHandle::new(start, 8);
+        let tile = handle
+            .declare_with("tile", 16_i64, 4..=64, TakesEffect::NextChunk)
+            .unwrap();
+        let ids = [
+            (
+                TunableId::NWORKERS.tunable(),
+                "nworkers",
+                TakesEffect::AtOnce,
+                "4",
+            ),
+            (
+                TunableId::FACTOR.tunable(),
+                "factor",
+                TakesEffect::NextChunk,
+                "0.25",
+            ),
+            (
+                TunableId::POLICY.tunable(),
+                "policy",
+                TakesEffect::NextChunk,
+                "wf",
+            ),
+            (tile.tunable(), "tile", TakesEffect::NextChunk, "32"),
+        ];
+        for (tunable, name, takes_effect, text) in ids {
+            assert_eq!(handle.name(tunable), name);
+            assert_eq!(handle.takes_effect(tunable), takes_effect);
+            let change = handle.parse(name, text).unwrap();
+            assert_eq!(change.tunable(), tunable);
+            handle.request(change, "application").unwrap();
+        }
+        let applied = handle.apply_pending(1);
+        assert_eq!(applied.len(), 4);
+        assert_eq!(handle.list(), "nworkers=4 factor=0.25 policy=wf tile=32");
+        assert_eq!(handle.value(TunableId::NWORKERS), 4);
+        assert_eq!(handle.value(TunableId::FACTOR), 0.25);
+        assert_eq!(handle.value(TunableId::POLICY), PolicyName::Wf.into());
+        assert_eq!(handle.value(tile), 32);
+        assert_eq!(handle.current().policy, PolicyName::Wf.into());
+        // Out of range or of another kind, each says so in the same words.
+        for (name, text, says) in [
+            ("nworkers", "9", "`nworkers` = 9 is out of range"),
+            ("factor", "0", "`factor` = 0 is out of range"),
+            ("tile", "65", "`tile` = 65 is out of range"),
+            (
+                "nworkers",
+                "two",
+                "`two` is not a valid value for `nworkers`",
+            ),
+            ("factor", "nan", "`nan` is not a valid value for `factor`"),
+        ] {
+            let e = handle
+                .parse(name, text)
+                .and_then(|change| handle.request(change, "application"))
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(says) && e.contains("help:"), "{e}");
+        }
+    }
+
     #[test]
     fn every_policy_has_a_number_of_its_own() {
         let start = Tunables {
@@ -991,8 +1065,9 @@ mod tests {
         };
         let handle = TunablesHandle::new(start, 8);
         handle.register_policies(["tiles".to_owned(), "pairs".to_owned()]);
-        let number = |name: &str| handle.policy_number(&name.parse().unwrap());
-        assert_eq!(handle.number(Tunable::Policy), number("daf"));
+        let number =
+            |name: &str| handle.number_of(&TunableId::POLICY.change(name.parse().unwrap()));
+        assert_eq!(handle.number(Tunable::POLICY), number("daf"));
         let all = PolicyName::ALL.len() as f64;
         assert_eq!(number("static"), 0.0);
         assert_eq!(number("auto"), all - 1.0);
@@ -1010,9 +1085,9 @@ mod tests {
         let handle = TunablesHandle::new(start, 8);
         let external = || Why::plain(Source::External, "external");
         for i in 0..100_000 {
-            let change = Change::Nworkers(1 + i % 8);
+            let change = TunableId::NWORKERS.change(1 + i % 8);
             handle.request_why(change, external()).unwrap();
-            let factor = Change::Factor(if i % 2 == 0 { 0.25 } else { 0.75 });
+            let factor = TunableId::FACTOR.change(if i % 2 == 0 { 0.25 } else { 0.75 });
             handle.request_why(factor, external()).unwrap();
         }
         let applied = handle.apply_pending(1);

@@ -6,7 +6,7 @@ use std::ops::RangeInclusive;
 use super::config::Objective;
 use super::estimate::{Estimate, Inputs, Link};
 use super::simulate::{SimWorker, Spec};
-use super::{Look, factor, workers};
+use super::{Look, Machine, factor, workers};
 use crate::measure::{Facts, Moments, Observation, TaskStats};
 use crate::policy::{PolicyChoice, PolicyFactory, PolicyName, Registry};
 use crate::protocol::Protocol;
@@ -176,7 +176,7 @@ impl TunerView<'_> {
 
     /// The policy in force.
     pub fn policy(&self) -> &PolicyChoice {
-        &self.look.current.policy
+        &self.setting.policy
     }
 
     /// The value in force of a tunable: a built-in one ([`TunableId::FACTOR`],
@@ -218,6 +218,78 @@ impl TunerView<'_> {
         self.look.estimate.predict(tasks, workers, self.protocol())
     }
 
+    /// The performance model's iteration time for `tasks` tasks on `workers` workers, in ms:
+    /// the model variant that fits the application (see [`model_variant`](TunerView::model_variant))
+    /// at the inputs last measured, each worker at its own measured rate, tasks stretched by
+    /// the cores' contention at `workers` ([`machine`](TunerView::machine)), plus the
+    /// [`calibration`](TunerView::calibration_ms). What the worker-count tunlet minimizes;
+    /// `None` when the model has no time (no inputs yet).
+    pub fn model_ms(&self, tasks: usize, workers: usize) -> Option<f64> {
+        let est = self.look.estimate;
+        est.time(
+            &est.variant_at(&est.now, tasks, workers),
+            workers,
+            self.protocol(),
+        )
+    }
+
+    /// The model's `Tc` for `tasks` tasks, in ms: their processing time as it would take on
+    /// free cores (the work in the performance index `Pi = n·Tt²/Tc`).
+    pub fn model_work_ms(&self, tasks: usize) -> f64 {
+        let est = self.look.estimate;
+        est.variant(&est.now, tasks).tc_ms() * est.stretch(1).min(1.0)
+    }
+
+    /// The model's MCMC for `tasks` tasks: the most workers the master can keep busy (`None`:
+    /// no limit).
+    pub fn mcmc(&self, tasks: usize) -> Option<usize> {
+        let est = self.look.estimate;
+        est.variant(&est.now, tasks).mcmc(self.protocol())
+    }
+
+    /// Which expression of the model describes the application for `tasks` tasks:
+    /// `"broadcast"` (POETRIES: the shared part, sent whole to every worker, dominates what is
+    /// sent) or `"balanced"` (Cesar et al. 2006: work and data split among the workers).
+    pub fn model_variant(&self, tasks: usize) -> &'static str {
+        let est = self.look.estimate;
+        est.variant(&est.now, tasks).name()
+    }
+
+    /// What the model leaves unexplained at the workers measured, smoothed over recent
+    /// iterations, in ms: added to every [`model_ms`](TunerView::model_ms).
+    pub fn calibration_ms(&self) -> f64 {
+        self.look.estimate.calibration_ms
+    }
+
+    /// The measured idle share of the distribution phase of the iteration looked at (its time
+    /// but the master's serial part): `1 − Tc/(n·T)`, 0 for a perfectly balanced load.
+    pub fn distribution_imbalance(&self) -> f64 {
+        self.look.obs.distribution_imbalance()
+    }
+
+    /// The idle share of the distribution phase the model explains for a balanced iteration
+    /// of `tasks` tasks on `workers` workers (its communication, not the load): the part of
+    /// [`distribution_imbalance`](TunerView::distribution_imbalance) that is no imbalance.
+    pub fn balanced_idle_share(&self, tasks: usize, workers: usize) -> f64 {
+        let est = self.look.estimate;
+        let variant = est.variant(&est.now, tasks);
+        let tc = self.model_work_ms(tasks);
+        variant.time(workers, self.protocol()).map_or(0.0, |t| {
+            let distribution = t - self.look.obs.serial_ms;
+            if distribution > 0.0 {
+                (1.0 - tc / workers.max(1) as f64 / distribution).max(0.0)
+            } else {
+                0.0
+            }
+        })
+    }
+
+    /// The machine in the model, when the workers' layout and their tasks' CPU time are known:
+    /// how tasks stretch once the cores are saturated, and whether other programs load them.
+    pub fn machine(&self) -> Option<Machine> {
+        self.look.estimate.machine()
+    }
+
     /// The speeds the simulations give `n` workers: the first `n` measured, each at its own
     /// mean and deviation, any other at the pooled ones.
     pub fn simulated_workers(&self, n: usize) -> Vec<SimWorker> {
@@ -233,10 +305,7 @@ impl TunerView<'_> {
         policy: PolicyName,
         factor: f64,
     ) -> Spec<'s> {
-        Spec {
-            policy,
-            ..factor::spec(self.look.estimate, self.setting, workers, factor)
-        }
+        factor::spec(self.look.estimate, self.setting, workers, policy, factor)
     }
 
     /// The inputs last measured, as the built-in tunlets' accounts record them.

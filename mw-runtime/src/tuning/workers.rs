@@ -2,14 +2,13 @@
 
 use serde_json::json;
 
+use super::TunerView;
 use super::config::Objective;
-use super::decide::{Explanation, Proposal};
-use super::estimate::{Estimate, Inputs};
+use super::decide::{Account, Explanation, Proposal};
+use super::estimate::Inputs;
 use super::machine::Machine;
-use crate::measure::Observation;
 use crate::model::balance::quality_bound;
-use crate::protocol::Protocol;
-use crate::tuning::tunables::Change;
+use crate::tuning::tunables::TunableId;
 
 /// Imbalance tolerated above the model's bound before the load counts as unbalanced.
 pub(crate) const BALANCE_SLACK: f64 = 0.05;
@@ -46,40 +45,36 @@ pub(crate) struct Point {
 /// the cores ([`Machine::others_loaded`]), fewer workers than now are not proposed either
 /// (down to the saturation from above): their load stretches the tasks and delays each
 /// worker's wake-up at any count, which the model would read as the program's own cost.
-pub(crate) fn propose(
-    est: &Estimate,
-    obs: &Observation,
-    tasks: usize,
-    current: usize,
-    range: Range,
-    objective: Objective,
-    protocol: Protocol,
-) -> Option<Proposal> {
-    let variant = est.variant(&est.now, tasks);
-    let mcmc = variant.mcmc(protocol);
-    let machine = est.machine();
+///
+/// It reads nothing but the public [`TunerView`], as a program's tunlet would.
+pub(crate) fn propose(view: &TunerView<'_>) -> Option<Proposal> {
+    let tasks = view.iteration_tasks();
+    let current = view.nworkers();
+    let range = view.workers_range();
+    let objective = view.objective();
+    let mcmc = view.mcmc(tasks);
+    let machine = view.machine();
     let (cores, floor) = machine.as_ref().map_or((usize::MAX, 0), |m| {
         let cores = m.saturation();
         let floor = if m.others_loaded() {
-            current.min(cores).min(range.hi).min(tasks)
+            current.min(cores).min(*range.end()).min(tasks)
         } else {
             0
         };
         (cores.max(current), floor)
     });
     // The MCMC too comes from trips that other programs' load lengthens.
-    let hi = range
-        .hi
+    let hi = (*range.end())
         .min(tasks)
         .min(mcmc.unwrap_or(usize::MAX))
         .min(cores)
         .max(floor)
         .max(1);
-    let lo = range.lo.max(floor).min(hi);
+    let lo = (*range.start()).max(floor).min(hi);
     // `Pi`'s Tc is the work itself, as it would take on free cores.
-    let tc = variant.tc_ms() * est.stretch(1).min(1.0);
+    let tc = view.model_work_ms(tasks);
     let point = |n: usize| -> Option<Point> {
-        let t = est.time(&est.variant_at(&est.now, tasks, n), n, protocol)?;
+        let t = view.model_ms(tasks, n)?;
         Some(Point {
             workers: n,
             time_ms: t,
@@ -104,24 +99,18 @@ pub(crate) fn propose(
     }
     // Balance: the idle share of the distribution phase beyond what the model's communication
     // explains for a balanced iteration at this n, against the bound for this n.
-    let mean = est.now.task_ms.max(f64::MIN_POSITIVE);
-    let bound = quality_bound(mean, est.now.task_sd_ms, current.max(1)).unwrap_or(0.0);
-    let mo = est.link.map_or(0.0, |l| l.mo_ms);
-    let time = obs.facts.time_ms;
+    let mean = view.task_ms().max(f64::MIN_POSITIVE);
+    let bound = quality_bound(mean, view.task_sd_ms(), current.max(1)).unwrap_or(0.0);
+    let mo = view.mo_ms().unwrap_or(0.0);
+    let time = view.iteration_ms();
     let tail = if time > 0.0 {
         (mean + 2.0 * mo) / time
     } else {
         0.0
     };
-    let expected = variant.time(current, protocol).map_or(0.0, |t| {
-        let distribution = t - obs.serial_ms;
-        if distribution > 0.0 {
-            (1.0 - tc / current as f64 / distribution).max(0.0)
-        } else {
-            0.0
-        }
-    });
-    let imbalance = (obs.distribution_imbalance() - expected).max(0.0);
+    let expected = view.balanced_idle_share(tasks, current);
+    let measured_imbalance = view.distribution_imbalance();
+    let imbalance = (measured_imbalance - expected).max(0.0);
     let allowance = bound + tail + BALANCE_SLACK;
     if target > current && imbalance > allowance {
         return None;
@@ -136,16 +125,16 @@ pub(crate) fn propose(
     }
     let account = WorkersEvaluation {
         machine,
-        variant: variant.name(),
+        variant: view.model_variant(tasks),
         objective,
         tasks,
         tc_ms: tc,
-        inputs: est.now,
+        inputs: view.inputs(),
         mo_ms: mo,
-        k_ms_per_byte: est.link.map_or(0.0, |l| l.k_ms_per_byte),
-        calibration_ms: est.calibration_ms,
-        shared_bytes: est.shared_bytes,
-        measured_imbalance: obs.distribution_imbalance(),
+        k_ms_per_byte: view.k_ms_per_byte().unwrap_or(0.0),
+        calibration_ms: view.calibration_ms(),
+        shared_bytes: view.shared_bytes(),
+        measured_imbalance,
         imbalance,
         bound,
         allowance,
@@ -155,14 +144,14 @@ pub(crate) fn propose(
         best,
     };
     Some(Proposal {
-        change: Change::Nworkers(target),
+        change: TunableId::NWORKERS.change(target as i64),
         from: current as f64,
         to: target as f64,
         gain,
         sensitivity,
         predicted_ms: best.time_ms,
         miss: 0.0,
-        explanation: Explanation::Workers(account),
+        explanation: Explanation::new(account),
     })
 }
 
@@ -189,8 +178,8 @@ pub(crate) struct WorkersEvaluation {
     best: Point,
 }
 
-impl WorkersEvaluation {
-    pub(crate) fn reason(&self) -> String {
+impl Account for WorkersEvaluation {
+    fn reason(&self) -> String {
         let (now, best) = (self.now, self.best);
         let what = match self.objective {
             Objective::Index => format!(
@@ -248,22 +237,23 @@ impl WorkersEvaluation {
     }
 
     /// Why, in words: the objective the new count is best for.
-    pub(crate) fn words(&self) -> &'static str {
+    fn words(&self) -> String {
         match self.objective {
             Objective::Index => "best time per worker",
             Objective::Time => "fastest by the model",
         }
+        .to_owned()
     }
 
     /// The gain of the objective, `percent` of it, in words.
-    pub(crate) fn gain(&self, percent: f64) -> String {
+    fn gain(&self, percent: f64) -> String {
         match self.objective {
             Objective::Index => format!("{percent:.0}% less time × workers"),
             Objective::Time => format!("{percent:.0}% less time"),
         }
     }
 
-    pub(crate) fn details(&self) -> serde_json::Value {
+    fn details(&self) -> serde_json::Value {
         json!({
             "tunlet": "workers",
             "objective": self.objective.to_string(),

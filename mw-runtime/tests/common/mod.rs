@@ -6,7 +6,7 @@ use std::collections::VecDeque;
 use std::time::Duration;
 
 use mw_runtime::prelude::*;
-use mw_runtime::{Change, PolicyName, RunConfig, RunMetrics, TunablesHandle, TuningConfig};
+use mw_runtime::{PolicyName, RunConfig, RunMetrics, TunableId, TunablesHandle, TuningConfig};
 
 /// A task: its iteration, its index and how long it takes (µs).
 pub type Job = (u32, u32, u32);
@@ -125,7 +125,9 @@ impl Master for Checker {
 
     fn end_iteration(&mut self, it: &Iteration) -> Flow {
         if let (Some(n), Some(handle)) = (self.scenario.nworkers.get(it.index), &self.tunables) {
-            handle.request(Change::Nworkers(*n), "application").unwrap();
+            handle
+                .request(TunableId::NWORKERS.change(*n as i64), "application")
+                .unwrap();
         }
         Flow::Continue
     }

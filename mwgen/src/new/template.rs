@@ -247,6 +247,34 @@ mod tests {
         assert!(blank.manifest.defaults.is_some());
     }
 
+    /// The run settings every project gets list the policies in a comment: the runtime's list,
+    /// in its order.
+    #[test]
+    fn the_run_settings_name_every_policy_in_order() {
+        let text = include_str!(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/templates/_shared/Mw.toml.tera"
+        ));
+        let heading = "# Task distribution policy:";
+        let start = text.find(heading).unwrap() + heading.len();
+        let comment: Vec<&str> = text[start..]
+            .lines()
+            .take_while(|line| line.starts_with('#') || !line.contains('='))
+            .map(|line| line.trim_start_matches('#'))
+            .collect();
+        let listed: Vec<&str> = comment
+            .iter()
+            .flat_map(|line| line.split(|c: char| c == ',' || c.is_whitespace()))
+            .take_while(|word| !word.starts_with('('))
+            .filter(|word| !word.is_empty() && *word != "or")
+            .collect();
+        let all: Vec<&str> = mw_runtime::PolicyName::ALL
+            .iter()
+            .map(|p| p.as_str())
+            .collect();
+        assert_eq!(listed, all);
+    }
+
     #[test]
     fn toml_strings_are_escaped() {
         let value = tera::Value::String("a \"b\"\\c\nd".into());
