@@ -167,37 +167,21 @@ mod tests {
         assert_eq!(s.next_due(), None);
     }
 
+    /// The frames each of three ports sends out at time 0.
+    fn drain_all(s: &mut Switch) -> [usize; 3] {
+        [0, 1, 2].map(|port| drain(s, port, 0))
+    }
+
     #[test]
     fn unknown_and_broadcast_flood_then_learned_addresses_go_to_one_port() {
         let mut s = Switch::new(0, None, &[false, false, false]);
         s.arrive(1, broadcast(1), 0);
-        assert_eq!(
-            (
-                drain(&mut s, 0, 0),
-                drain(&mut s, 1, 0),
-                drain(&mut s, 2, 0)
-            ),
-            (1, 0, 1)
-        );
+        assert_eq!(drain_all(&mut s), [1, 0, 1]);
         // Port 1's address is known now; port 2's is not yet.
         s.arrive(2, frame(1, 2, 60), 0);
-        assert_eq!(
-            (
-                drain(&mut s, 0, 0),
-                drain(&mut s, 1, 0),
-                drain(&mut s, 2, 0)
-            ),
-            (0, 1, 0)
-        );
+        assert_eq!(drain_all(&mut s), [0, 1, 0]);
         s.arrive(0, frame(2, 0, 60), 0);
-        assert_eq!(
-            (
-                drain(&mut s, 0, 0),
-                drain(&mut s, 1, 0),
-                drain(&mut s, 2, 0)
-            ),
-            (0, 0, 1)
-        );
+        assert_eq!(drain_all(&mut s), [0, 0, 1]);
     }
 
     #[test]
