@@ -20,6 +20,8 @@
 //! - `heldout` — the tuner from one worker against the best fixed count and factor on workloads
 //!   its rules were never adjusted on;
 //! - `heterogeneous` — every policy and `--policy auto` on workers of unequal speed;
+//! - `busy` — N-Body tuned beside another program that keeps every core busy, against N-Body
+//!   fixed at one worker per core;
 //! - `shaped` — the emulated link against MPI over TCP shaped with `tc` between network
 //!   namespaces;
 //! - `cluster` — the model validation on kernel TCP across a cluster in a box (`cluster/`),
@@ -76,6 +78,8 @@ pub enum Command {
     Heldout(Options),
     /// Every policy and `auto` on workers of unequal speed (steady and variable load)
     Heterogeneous(Options),
+    /// N-Body tuned beside a program spinning on every core, against fixed at the core count
+    Busy(Options),
     /// The emulated link against MPI over TCP shaped with `tc` between network namespaces (root)
     Shaped(Options),
     /// Model validation on kernel TCP across a cluster in a box, beside the emulated link (root)
@@ -155,6 +159,7 @@ pub fn run(cli: &Cli) -> Result<PathBuf, BenchError> {
         Command::Predict(o) => (o, &[Experiment::Predict]),
         Command::Heldout(o) => (o, &[Experiment::Heldout]),
         Command::Heterogeneous(o) => (o, &[Experiment::Heterogeneous]),
+        Command::Busy(o) => (o, &[Experiment::Busy]),
         Command::Shaped(o) => (o, &[Experiment::Shaped]),
         Command::Cluster(o) => (o, &[Experiment::Cluster]),
     };
@@ -230,6 +235,7 @@ fn command_line(cli: &Cli) -> String {
         Command::Predict(o) => ("predict", o),
         Command::Heldout(o) => ("heldout", o),
         Command::Heterogeneous(o) => ("heterogeneous", o),
+        Command::Busy(o) => ("busy", o),
         Command::Shaped(o) => ("shaped", o),
         Command::Cluster(o) => ("cluster", o),
     };
@@ -257,12 +263,13 @@ pub enum Experiment {
     Predict,
     Heldout,
     Heterogeneous,
+    Busy,
     Shaped,
     Cluster,
 }
 
 impl Experiment {
-    pub const ALL: [Experiment; 10] = [
+    pub const ALL: [Experiment; 11] = [
         Experiment::Policies,
         Experiment::Workers,
         Experiment::Model,
@@ -271,6 +278,7 @@ impl Experiment {
         Experiment::Predict,
         Experiment::Heldout,
         Experiment::Heterogeneous,
+        Experiment::Busy,
         Experiment::Shaped,
         Experiment::Cluster,
     ];
@@ -285,6 +293,7 @@ impl Experiment {
             Experiment::Predict => "predict",
             Experiment::Heldout => "heldout",
             Experiment::Heterogeneous => "heterogeneous",
+            Experiment::Busy => "busy",
             Experiment::Shaped => "shaped",
             Experiment::Cluster => "cluster",
         }
@@ -300,6 +309,7 @@ impl Experiment {
             Experiment::Predict => experiments::predict::run(size),
             Experiment::Heldout => experiments::heldout::run(size),
             Experiment::Heterogeneous => experiments::heterogeneous::run(size),
+            Experiment::Busy => experiments::busy::run(size),
             Experiment::Shaped => experiments::shaped::run(size),
             Experiment::Cluster => experiments::cluster::run(size),
         }

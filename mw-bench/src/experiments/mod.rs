@@ -1,5 +1,6 @@
 //! The experiments, one module each, and the one way they run the synthetic program.
 
+pub mod busy;
 pub mod calibration;
 pub mod children;
 pub mod cluster;

@@ -1,0 +1,355 @@
+//! A busy machine: the N-Body example, tuned, beside another program that keeps every core busy,
+//! against N-Body fixed at one worker per core beside the same program.
+//!
+//! Other programs' load changes what the tuner measures: a computing task that gets half a core
+//! looks like one that sleeps half the time (room for more workers), and trips lengthened by
+//! late wake-ups look like a slower link (fewer workers). Neither is the program's own, and the
+//! tuner must neither grow computing work past the cores nor shrink it for that load (the tuning
+//! README, "On a busy machine"). The other program here is this process: one thread spinning on
+//! each core for the whole experiment. Each repeat runs the fixed count, the tuner from its
+//! default start (one worker per core) and the tuner from one worker, in rotating order, so that
+//! all three meet the same machine. Targets: every tuned run within [`RATIO_TARGET`] of the
+//! fixed run of its repeat, and at most [`ROLLBACK_TARGET`] changes rolled back in a run.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::JoinHandle;
+
+use mw_runtime::RunMetrics;
+use serde_json::json;
+
+use crate::doc::{Section, Table, Verdict};
+use crate::ideal::Spread;
+use crate::{BenchError, Size};
+
+/// A tuned run over the fixed run at the core count, at most this.
+pub const RATIO_TARGET: f64 = 1.05;
+
+/// Changes the tuner rolls back in one run, at most this (a probe that did not pay).
+pub const ROLLBACK_TARGET: usize = 1;
+
+struct Plan {
+    bodies: usize,
+    steps: usize,
+    repeats: usize,
+}
+
+fn plan(size: Size) -> Plan {
+    match size {
+        Size::Full => Plan {
+            bodies: 2000,
+            steps: 30,
+            repeats: 3,
+        },
+        Size::Tiny => Plan {
+            bodies: 200,
+            steps: 4,
+            repeats: 1,
+        },
+    }
+}
+
+/// How N-Body was run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub enum Setting {
+    /// `--workers C --max-workers C --tuning off`, `C` the cores.
+    Fixed,
+    /// The example's defaults: tuned, from one worker per core.
+    Tuned,
+    /// Tuned from `--workers 1`.
+    FromOne,
+}
+
+impl Setting {
+    const ALL: [Setting; 3] = [Setting::Fixed, Setting::Tuned, Setting::FromOne];
+
+    fn label(self) -> &'static str {
+        match self {
+            Setting::Fixed => "fixed at the cores",
+            Setting::Tuned => "tuned (default start)",
+            Setting::FromOne => "tuned from one worker",
+        }
+    }
+
+    fn args(self, cores: usize) -> Vec<String> {
+        let args = match self {
+            Setting::Fixed => vec!["--workers", "C", "--max-workers", "C", "--tuning", "off"],
+            Setting::Tuned => Vec::new(),
+            Setting::FromOne => vec!["--workers", "1"],
+        };
+        args.into_iter()
+            .map(|a| {
+                if a == "C" {
+                    cores.to_string()
+                } else {
+                    a.to_owned()
+                }
+            })
+            .collect()
+    }
+}
+
+/// One run: its setting and repeat, the runtime's total time, the workers of each iteration and
+/// the changes rolled back.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Run {
+    pub setting: Setting,
+    pub repeat: usize,
+    pub ms: f64,
+    pub workers: Vec<usize>,
+    pub rollbacks: usize,
+}
+
+impl Run {
+    fn of(setting: Setting, repeat: usize, metrics: &RunMetrics) -> Run {
+        Run {
+            setting,
+            repeat,
+            ms: metrics.total_ms,
+            workers: metrics.iterations.iter().map(|i| i.workers).collect(),
+            rollbacks: metrics
+                .decisions
+                .iter()
+                .filter(|d| d.reason.starts_with("rollback"))
+                .count(),
+        }
+    }
+}
+
+/// Threads of this process, one per core, spinning until dropped: the other program.
+struct Spinners {
+    stop: Arc<AtomicBool>,
+    threads: Vec<JoinHandle<()>>,
+}
+
+impl Spinners {
+    fn start(count: usize) -> Spinners {
+        let stop = Arc::new(AtomicBool::new(false));
+        let threads = (0..count)
+            .map(|_| {
+                let stop = Arc::clone(&stop);
+                std::thread::spawn(move || {
+                    while !stop.load(Ordering::Relaxed) {
+                        std::hint::spin_loop();
+                    }
+                })
+            })
+            .collect();
+        Spinners { stop, threads }
+    }
+}
+
+impl Drop for Spinners {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        for thread in self.threads.drain(..) {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// The tuned runs of `setting` over the fixed run of the same repeat.
+pub fn ratios(runs: &[Run], setting: Setting) -> Vec<f64> {
+    runs.iter()
+        .filter(|r| r.setting == setting)
+        .filter_map(|tuned| {
+            let fixed = runs
+                .iter()
+                .find(|r| r.setting == Setting::Fixed && r.repeat == tuned.repeat)?;
+            Some(tuned.ms / fixed.ms)
+        })
+        .collect()
+}
+
+/// The targets against the numbers, run by run: each tuned run within [`RATIO_TARGET`] of its
+/// repeat's fixed run, at most [`ROLLBACK_TARGET`] rollbacks in any run, and no run past the
+/// cores.
+pub fn verdict(runs: &[Run], cores: usize) -> Verdict {
+    let mut parts = Vec::new();
+    let mut met = 0;
+    let mut judged = 0;
+    for setting in [Setting::Tuned, Setting::FromOne] {
+        let ratios = ratios(runs, setting);
+        let of: Vec<&Run> = runs.iter().filter(|r| r.setting == setting).collect();
+        let rollbacks = of.iter().map(|r| r.rollbacks).max().unwrap_or(0);
+        let past = of
+            .iter()
+            .filter(|r| r.workers.iter().any(|&w| w > cores))
+            .count();
+        let within = ratios.iter().filter(|&&r| r <= RATIO_TARGET).count();
+        let worst = ratios.iter().copied().fold(f64::NAN, f64::max);
+        judged += 1;
+        if within == ratios.len() && !ratios.is_empty() && rollbacks <= ROLLBACK_TARGET && past == 0
+        {
+            met += 1;
+        }
+        parts.push(format!(
+            "{}: {within} of {} runs within {RATIO_TARGET:.2}× the fixed run (worst {worst:.2}×), \
+             at most {rollbacks} rollback{} in a run (target ≤ {ROLLBACK_TARGET}), {past} run{} \
+             past the {cores} cores",
+            setting.label(),
+            ratios.len(),
+            if rollbacks == 1 { "" } else { "s" },
+            if past == 1 { "" } else { "s" },
+        ));
+    }
+    let why = format!(
+        "N-Body beside a program spinning on every core, against N-Body fixed at {cores} \
+         workers beside it: {}.",
+        parts.join("; ")
+    );
+    if met == judged {
+        Verdict::Reproduced(why)
+    } else if met > 0 {
+        Verdict::Partly(why)
+    } else {
+        Verdict::Not(why)
+    }
+}
+
+/// One row per setting: total time (median and range over the repeats), over the fixed run,
+/// the workers of the last iteration and the rollbacks.
+pub fn table(runs: &[Run]) -> Table {
+    let mut table = Table::new([
+        "setting",
+        "s (median, range)",
+        "over fixed, run by run",
+        "workers at the end",
+        "rollbacks per run",
+    ]);
+    for setting in Setting::ALL {
+        let of: Vec<&Run> = runs.iter().filter(|r| r.setting == setting).collect();
+        let seconds: Vec<f64> = of.iter().map(|r| r.ms / 1e3).collect();
+        let spread = Spread::of(&seconds);
+        let over = if setting == Setting::Fixed {
+            "–".to_owned()
+        } else {
+            let ratios: Vec<String> = ratios(runs, setting)
+                .iter()
+                .map(|r| format!("{r:.2}×"))
+                .collect();
+            ratios.join(", ")
+        };
+        let last: Vec<String> = of
+            .iter()
+            .map(|r| r.workers.last().map_or("–".to_owned(), usize::to_string))
+            .collect();
+        let rollbacks: Vec<String> = of.iter().map(|r| r.rollbacks.to_string()).collect();
+        table.push([
+            setting.label().to_owned(),
+            format!("{:.2} ({:.2}–{:.2})", spread.median, spread.min, spread.max),
+            over,
+            last.join(", "),
+            rollbacks.join(", "),
+        ]);
+    }
+    table
+}
+
+/// Runs the experiment.
+///
+/// # Errors
+/// A run that failed.
+pub fn run(size: Size) -> Result<Section, BenchError> {
+    let plan = plan(size);
+    let cores = std::thread::available_parallelism().map_or(1, usize::from);
+    let path = std::env::temp_dir().join(format!("mw-bench-busy-{}.json", std::process::id()));
+    let spinning = Spinners::start(cores);
+    let mut runs = Vec::new();
+    for repeat in 0..plan.repeats {
+        for turn in 0..Setting::ALL.len() {
+            let setting = Setting::ALL[(repeat + turn) % Setting::ALL.len()];
+            let mut args = vec![
+                "--bodies".to_owned(),
+                plan.bodies.to_string(),
+                "--steps".to_owned(),
+                plan.steps.to_string(),
+            ];
+            args.extend(setting.args(cores));
+            let metrics = super::children::nbody_metrics(&args, &path).map_err(BenchError)?;
+            runs.push(Run::of(setting, repeat, &metrics));
+        }
+    }
+    drop(spinning);
+    let _ = std::fs::remove_file(&path);
+    let ours = format!(
+        "The `nbody` example, {} bodies for {} steps on threads, beside {cores} threads of \
+         another process spinning for the whole experiment (one per core). {} repeat{}, each \
+         running the three settings in rotating order: fixed at {cores} workers (`--workers \
+         {cores} --max-workers {cores} --tuning off`), tuned from the example's default start, \
+         and tuned from `--workers 1`. The runtime's total time; a tuned run over the fixed run \
+         of its repeat.\n\n{}",
+        plan.bodies,
+        plan.steps,
+        plan.repeats,
+        if plan.repeats == 1 { "" } else { "s" },
+        table(&runs).markdown()
+    );
+    Ok(Section {
+        title: "A busy machine".into(),
+        verdict: verdict(&runs, cores),
+        paper: format!(
+            "No paper's experiment: the papers ran one worker per dedicated node. The targets \
+             are the project's: a tuned run within {RATIO_TARGET:.2}× of the fixed run at the \
+             core count, at most {ROLLBACK_TARGET} change{} rolled back in a run.",
+            if ROLLBACK_TARGET == 1 { "" } else { "s" }
+        ),
+        ours,
+        figures: Vec::new(),
+        data: json!({ "cores": cores, "runs": runs }),
+        seconds: 0.0,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(setting: Setting, repeat: usize, ms: f64, workers: &[usize], rollbacks: usize) -> Run {
+        Run {
+            setting,
+            repeat,
+            ms,
+            workers: workers.to_vec(),
+            rollbacks,
+        }
+    }
+
+    #[test]
+    fn a_tuned_run_is_judged_against_the_fixed_run_of_its_repeat() {
+        let runs = [
+            run(Setting::Fixed, 0, 1000.0, &[2, 2], 0),
+            run(Setting::Fixed, 1, 2000.0, &[2, 2], 0),
+            run(Setting::FromOne, 0, 1040.0, &[1, 2], 0),
+            run(Setting::FromOne, 1, 2200.0, &[1, 2], 0),
+        ];
+        let ratios = ratios(&runs, Setting::FromOne);
+        assert_eq!(ratios.len(), 2);
+        assert!((ratios[0] - 1.04).abs() < 1e-12 && (ratios[1] - 1.1).abs() < 1e-12);
+    }
+
+    #[test]
+    fn the_verdict_holds_every_run_to_the_targets() {
+        let good = [
+            run(Setting::Fixed, 0, 1000.0, &[2, 2], 0),
+            run(Setting::Tuned, 0, 1010.0, &[2, 2], 0),
+            run(Setting::FromOne, 0, 1040.0, &[1, 2], 1),
+        ];
+        assert!(matches!(verdict(&good, 2), Verdict::Reproduced(_)));
+        let mut slow = good.clone();
+        slow[2].ms = 1100.0;
+        match verdict(&slow, 2) {
+            Verdict::Partly(why) => assert!(why.contains("worst 1.10×"), "{why}"),
+            other => panic!("{other:?}"),
+        }
+        let mut grown = good.clone();
+        grown[1].workers = vec![2, 3];
+        grown[2].rollbacks = 2;
+        assert!(matches!(verdict(&grown, 2), Verdict::Not(_)));
+        let md = table(&good).markdown();
+        assert!(
+            md.contains("1.04×") && md.contains("1.00 (1.00–1.00)"),
+            "{md}"
+        );
+    }
+}
