@@ -609,7 +609,10 @@ mod tests {
     fn the_master_s_status_wins() {
         let launcher = LauncherEnd::Killed(9);
         assert_eq!(decide(Some(0), None, false, launcher).status, 0);
-        assert_eq!(decide(Some(3), Some(15), false, LauncherEnd::Exited(0)).status, 3);
+        assert_eq!(
+            decide(Some(3), Some(15), false, LauncherEnd::Exited(0)).status,
+            3
+        );
         assert_eq!(decide(Some(130), Some(2), false, launcher).status, 130);
         assert_eq!(decide(Some(0), None, false, launcher).error, None);
     }
@@ -627,17 +630,35 @@ mod tests {
 
     #[test]
     fn without_it_a_signal_to_the_wrapper_gives_the_shell_s_status() {
-        assert_eq!(decide(None, Some(2), false, LauncherEnd::Exited(0)).status, 130);
-        assert_eq!(decide(None, Some(15), false, LauncherEnd::Exited(1)).status, 143);
-        assert_eq!(decide(None, Some(1), false, LauncherEnd::Killed(9)).status, 129);
+        assert_eq!(
+            decide(None, Some(2), false, LauncherEnd::Exited(0)).status,
+            130
+        );
+        assert_eq!(
+            decide(None, Some(15), false, LauncherEnd::Exited(1)).status,
+            143
+        );
+        assert_eq!(
+            decide(None, Some(1), false, LauncherEnd::Killed(9)).status,
+            129
+        );
     }
 
     #[test]
     fn then_the_launcher_s_status_when_it_is_not_zero() {
-        assert_eq!(decide(None, None, false, LauncherEnd::Exited(137)).status, 137);
+        assert_eq!(
+            decide(None, None, false, LauncherEnd::Exited(137)).status,
+            137
+        );
         assert_eq!(decide(None, None, false, LauncherEnd::Exited(2)).status, 2);
-        assert_eq!(decide(None, None, false, LauncherEnd::Killed(9)).status, 137);
-        assert_eq!(decide(None, None, false, LauncherEnd::Exited(256 + 5)).status, 5);
+        assert_eq!(
+            decide(None, None, false, LauncherEnd::Killed(9)).status,
+            137
+        );
+        assert_eq!(
+            decide(None, None, false, LauncherEnd::Exited(256 + 5)).status,
+            5
+        );
     }
 
     #[test]
@@ -663,8 +684,14 @@ mod tests {
             assert!(help.contains("MPI_ERRORS_ARE_FATAL"), "{help}");
         }
         // A status that came after all, or a signal to the wrapper, still wins.
-        assert_eq!(decide(Some(0), None, true, LauncherEnd::Killed(9)).status, 0);
-        assert_eq!(decide(None, Some(2), true, LauncherEnd::Killed(9)).status, 130);
+        assert_eq!(
+            decide(Some(0), None, true, LauncherEnd::Killed(9)).status,
+            0
+        );
+        assert_eq!(
+            decide(None, Some(2), true, LauncherEnd::Killed(9)).status,
+            130
+        );
     }
 
     #[test]

@@ -240,7 +240,10 @@ const STUCK_LAUNCHER: &str =
     "trap '' TERM; eval \"$1\"; i=0; while [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done";
 
 fn stuck_launcher(first: &str) -> String {
-    format!("set -- '{}'; {STUCK_LAUNCHER}", first.replace('\'', "'\\''"))
+    format!(
+        "set -- '{}'; {STUCK_LAUNCHER}",
+        first.replace('\'', "'\\''")
+    )
 }
 
 #[test]
@@ -259,7 +262,10 @@ fn a_master_that_ended_without_a_status_does_not_leave_the_wrapper_waiting() {
     assert!(took < Duration::from_secs(7), "took {took:?}: {said}");
     assert!(
         said.contains("mwgen launch: the master (rank 0, pid ")
-            && said.contains(") ended without saying its exit status, and the launcher is still running 1.0 s later: SIGTERM to its process group"),
+            && said.contains(
+                ") ended without saying its exit status, and the launcher is still running \
+                 1.0 s later: SIGTERM to its process group"
+            ),
         "{said}"
     );
     assert!(
@@ -275,8 +281,8 @@ fn a_master_that_ended_without_a_status_does_not_leave_the_wrapper_waiting() {
 fn a_worker_rank_that_ended_is_not_taken_for_the_master() {
     // Rank 1 ends at once; the master runs 3 s and says 0; the launcher then exits 0.
     let script = "OMPI_COMM_WORLD_RANK=1 sh -c 'exit 9' & \
-                  OMPI_COMM_WORLD_RANK=0 sh -c 'sleep 3; echo \"mw: exit status 0 (completed)\" >&2'; \
-                  wait";
+                  OMPI_COMM_WORLD_RANK=0 sh -c \
+                  'sleep 3; echo \"mw: exit status 0 (completed)\" >&2'; wait";
     let (output, took) =
         launch_within(&["--grace", "1"], script, Duration::from_secs(20)).expect("it ended");
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
