@@ -9,10 +9,16 @@
 //! the file, for a launcher that stops passing the master's output on. SIGINT, SIGTERM and SIGHUP are passed on to the
 //! launcher's group, and to the ranks it started on this node. Once the master has said its
 //! status, the launcher has `--grace` seconds to exit; then its group gets SIGTERM, and SIGKILL
-//! 2 s later (a stuck `mpirun` ignores SIGTERM). The wrapper exits with, in order: the master's status (but the wrapper's own
+//! 2 s later (a stuck `mpirun` ignores SIGTERM). The wrapper does not rely on the master saying
+//! it: when the master's process on this node (rank 0 among the launcher's descendants) has
+//! ended without a status, the launcher has the same `--grace` seconds, then is ended the same
+//! way (an MPI library may end the master with `_exit`, which runs no exit handler, and leave
+//! the launcher waiting for a job it will never end: Open MPI 5 across nodes). The wrapper
+//! exits with, in order: the master's status (but the wrapper's own
 //! signal, 130/143/129, when the master was interrupted: mpirun passes a Ctrl-C on to the ranks
-//! as SIGTERM); 130/143/129 when the wrapper itself got SIGINT/SIGTERM/SIGHUP; the launcher's
-//! status when it is not 0; else 1.
+//! as SIGTERM); 130/143/129 when the wrapper itself got SIGINT/SIGTERM/SIGHUP; 1 when it ended
+//! a launcher left running after the master ended without a status; the launcher's status when
+//! it is not 0; else 1.
 
 use std::collections::HashMap;
 use std::ffi::OsString;
@@ -34,14 +40,18 @@ exits 0 whatever the ranks return, and a rank lost on another node can leave it 
 the master has ended. This wrapper exits with the status the master said, and ends a launcher \
 that is still running --grace seconds after it (SIGTERM to its process group, SIGKILL 2 s \
 later). The master also writes its line to the file MW_STATUS_FILE names, which this wrapper \
-sets and watches, for a launcher that stops passing the master's output on. Standard output \
-passes through untouched; standard error is copied line by line; \
+sets and watches, for a launcher that stops passing the master's output on. When the master \
+runs on this node and its process ends without a status (an MPI library that ended it with \
+`_exit`, a kill), a launcher still running --grace seconds later is ended the same way. \
+Standard output passes through untouched; standard error is copied line by line; \
 SIGINT, SIGTERM and SIGHUP are passed on to the launcher, and at once to the ranks it started \
 on this node (mpirun passes a Ctrl-C on to them only a second later).
 
 Exit status: the master's (130, 143 or 129 for the signal the wrapper got, when the master was \
 interrupted: mpirun passes a Ctrl-C on as SIGTERM); else 130, 143 or 129 if the wrapper got \
-SIGINT, SIGTERM or SIGHUP; else the launcher's if not 0; else 1 (the master did not say its status). 127 when the launcher \
+SIGINT, SIGTERM or SIGHUP; else 1 if the master's process ended without a status and the \
+launcher had to be ended; else the launcher's if not 0; else 1 (the master did not say its \
+status). 127 when the launcher \
 cannot be found, 126 when it cannot be started.
 
 Example: mwgen launch -- mpirun --mca orte_enable_recovery 1 -np 5 target/release/app";
@@ -49,7 +59,8 @@ Example: mwgen launch -- mpirun --mca orte_enable_recovery 1 -np 5 target/releas
 /// Arguments of `mwgen launch`.
 #[derive(Debug, Args)]
 pub struct LaunchArgs {
-    /// Seconds the launcher has to exit once the master has said its exit status
+    /// Seconds the launcher has to exit once the master has said its exit status, or once the
+    /// master's process on this node has ended without saying it
     #[arg(long, value_name = "SECS", default_value = "5", value_parser = parse_grace)]
     pub grace: Duration,
     /// The launcher's command line, after `--`
@@ -123,8 +134,14 @@ pub(crate) struct Decision {
     pub error: Option<(String, String)>,
 }
 
-/// The wrapper's exit status: see the module's documentation.
-pub(crate) fn decide(master: Option<u8>, signal: Option<i32>, launcher: LauncherEnd) -> Decision {
+/// The wrapper's exit status: see the module's documentation. `abandoned`: the master's
+/// process ended without a status and the wrapper ended the launcher, which was still running.
+pub(crate) fn decide(
+    master: Option<u8>,
+    signal: Option<i32>,
+    abandoned: bool,
+    launcher: LauncherEnd,
+) -> Decision {
     let status = |status| Decision {
         status,
         error: None,
@@ -142,6 +159,21 @@ pub(crate) fn decide(master: Option<u8>, signal: Option<i32>, launcher: Launcher
     }
     if let Some(signal) = signal {
         return status((128 + signal).clamp(0, 255) as u8);
+    }
+    if abandoned {
+        // The launcher's status is that of the signals the wrapper sent it.
+        return Decision {
+            status: 1,
+            error: Some((
+                "the master ended without reporting its exit status, and the launcher did not \
+                 end the job: mwgen launch ended it"
+                    .into(),
+                "the master was killed, or its MPI library ended it without running its exit \
+                 handlers (Open MPI 5 does when a peer's connection breaks: `MPI_ERRORS_ARE_FATAL` \
+                 above); look above for how it ended"
+                    .into(),
+            )),
+        };
     }
     match launcher.status() {
         0 => Decision {
@@ -162,6 +194,8 @@ pub(crate) fn decide(master: Option<u8>, signal: Option<i32>, launcher: Launcher
 
 enum Event {
     MasterStatus(u8),
+    /// The master's process on this node ended (its pid).
+    MasterGone(i32),
     StderrClosed,
     Exited(ExitStatus),
     Signal(i32),
@@ -260,6 +294,10 @@ fn launch(args: &LaunchArgs) -> u8 {
         let events = events.clone();
         std::thread::spawn(move || watch_status_file(&status_file, &events));
     }
+    if let Some(launcher) = group {
+        let events = events.clone();
+        std::thread::spawn(move || watch_master(launcher.as_raw_nonzero().get(), &events));
+    }
     drop(events);
 
     let signal_group = |signal: rustix::process::Signal| {
@@ -273,6 +311,10 @@ fn launch(args: &LaunchArgs) -> u8 {
     let mut stderr_open = true;
     let mut terminated: Option<Instant> = None;
     let mut killed = false;
+    // The master's process on this node ended (pid, when), and whether the launcher was ended
+    // because it had said no status by the end of the grace.
+    let mut master_gone: Option<(i32, Instant)> = None;
+    let mut abandoned = false;
     loop {
         let now = Instant::now();
         if let Some((_, at)) = ended {
@@ -280,12 +322,13 @@ fn launch(args: &LaunchArgs) -> u8 {
                 break;
             }
         }
-        // The next thing due: the end of the grace, of SIGTERM's time, of the drain.
+        // The next thing due: the end of the grace (after the master's status, or after its
+        // process ended without one), of SIGTERM's time, of the drain.
         let due = match (ended, master, terminated) {
             (Some((_, at)), _, _) => Some(at + DRAIN),
+            (None, _, Some(at)) => (!killed).then_some(at + KILL_AFTER),
             (None, Some((_, at)), None) => Some(at + args.grace),
-            (None, _, Some(at)) if !killed => Some(at + KILL_AFTER),
-            _ => None,
+            (None, None, None) => master_gone.map(|(_, at)| at + args.grace),
         };
         let event = match due {
             Some(due) => receive.recv_timeout(due.saturating_duration_since(now)),
@@ -294,6 +337,9 @@ fn launch(args: &LaunchArgs) -> u8 {
         match event {
             Ok(Event::MasterStatus(code)) => {
                 master.get_or_insert((code, Instant::now()));
+            }
+            Ok(Event::MasterGone(pid)) => {
+                master_gone.get_or_insert((pid, Instant::now()));
             }
             Ok(Event::StderrClosed) => stderr_open = false,
             Ok(Event::Exited(status)) => ended = Some((LauncherEnd::of(status), Instant::now())),
@@ -311,12 +357,22 @@ fn launch(args: &LaunchArgs) -> u8 {
                     continue;
                 }
                 if terminated.is_none() {
-                    let code = master.map_or(0, |(code, _)| code);
-                    say(&format!(
-                        "the master exited with status {code}, and the launcher is still \
-                         running {:.1} s later: SIGTERM to its process group",
-                        args.grace.as_secs_f64()
-                    ));
+                    let grace = args.grace.as_secs_f64();
+                    match (master, master_gone) {
+                        (Some((code, _)), _) => say(&format!(
+                            "the master exited with status {code}, and the launcher is still \
+                             running {grace:.1} s later: SIGTERM to its process group"
+                        )),
+                        (None, pid) => {
+                            let pid = pid.map_or(0, |(pid, _)| pid);
+                            say(&format!(
+                                "the master (rank 0, pid {pid}) ended without saying its exit \
+                                 status, and the launcher is still running {grace:.1} s later: \
+                                 SIGTERM to its process group"
+                            ));
+                            abandoned = true;
+                        }
+                    }
                     signal_group(rustix::process::Signal::TERM);
                     terminated = Some(Instant::now());
                 } else if !killed {
@@ -334,7 +390,7 @@ fn launch(args: &LaunchArgs) -> u8 {
     }
     signals.close();
     let launcher = ended.map_or(LauncherEnd::Exited(1), |(end, _)| end);
-    let decision = decide(master.map(|(code, _)| code), signal, launcher);
+    let decision = decide(master.map(|(code, _)| code), signal, abandoned, launcher);
     if let Some((error, help)) = &decision.error {
         say(&format!("error: {error}"));
         say(&format!("help: {help}"));
@@ -353,48 +409,115 @@ fn local_ranks(launcher: Option<rustix::process::Pid>) -> Vec<rustix::process::P
     let Some(launcher) = launcher else {
         return Vec::new();
     };
+    descendants(launcher.as_raw_nonzero().get())
+        .into_iter()
+        .filter(|&pid| environment(pid).is_some_and(|env| mpi_rank(&env).is_some()))
+        .filter_map(rustix::process::Pid::from_raw)
+        .collect()
+}
+
+/// The processes below `launcher`, at any depth. Where the launcher starts its ranks through
+/// daemons (orted, prted, hydra's proxies; on this node, or in the network namespaces of a
+/// cluster in a box), the ranks are below the daemons.
+fn descendants(launcher: i32) -> Vec<i32> {
     let mut children: HashMap<i32, Vec<i32>> = HashMap::new();
     for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
         let pid = entry
             .file_name()
             .to_str()
             .and_then(|name| name.parse().ok());
-        if let Some((pid, parent)) = pid.and_then(|pid| Some((pid, parent_of(pid)?))) {
+        if let Some((pid, parent)) = pid.and_then(|pid| Some((pid, Stat::of(pid)?.parent))) {
             children.entry(parent).or_default().push(pid);
         }
     }
-    let mut ranks = Vec::new();
-    let mut todo = vec![launcher.as_raw_nonzero().get()];
+    let mut found = Vec::new();
+    let mut todo = vec![launcher];
     while let Some(pid) = todo.pop() {
         for &child in children.get(&pid).into_iter().flatten() {
-            if names_a_rank(child) {
-                ranks.extend(rustix::process::Pid::from_raw(child));
-            }
+            found.push(child);
             todo.push(child);
         }
     }
-    ranks
+    found
 }
 
-/// The parent of process `pid`, from `/proc/PID/stat` (the field after the state, which
-/// follows the command name in brackets, itself free to hold spaces and brackets).
-fn parent_of(pid: i32) -> Option<i32> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let after_name = &stat[stat.rfind(')')? + 1..];
-    after_name.split_whitespace().nth(1)?.parse().ok()
+/// What `/proc/PID/stat` says of a process that `mwgen launch` needs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Stat {
+    parent: i32,
+    /// Ended, its parent yet to reap it (a zombie), or being torn down.
+    ended: bool,
+    /// When it started, in clock ticks since boot: with the pid, who it is (pids are reused).
+    start: u64,
 }
 
-/// Whether process `pid`'s environment names its rank in an MPI job: Open MPI's, PMI's
-/// (MPICH, Intel MPI) or PMIx's variable.
-fn names_a_rank(pid: i32) -> bool {
-    let Ok(environment) = std::fs::read(format!("/proc/{pid}/environ")) else {
-        return false;
-    };
-    environment.split(|&b| b == 0).any(|variable| {
+impl Stat {
+    fn of(pid: i32) -> Option<Stat> {
+        Stat::parse(&std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)
+    }
+
+    /// The fields after the command name in brackets (itself free to hold spaces and
+    /// brackets): the state, the parent, ..., the start time (the 22nd field of the line).
+    fn parse(stat: &str) -> Option<Stat> {
+        let fields: Vec<&str> = stat[stat.rfind(')')? + 1..].split_whitespace().collect();
+        Some(Stat {
+            ended: matches!(*fields.first()?, "Z" | "X" | "x"),
+            parent: fields.get(1)?.parse().ok()?,
+            start: fields.get(19)?.parse().ok()?,
+        })
+    }
+}
+
+/// The environment process `pid` was started with, `NAME=value` entries split by NULs.
+fn environment(pid: i32) -> Option<Vec<u8>> {
+    std::fs::read(format!("/proc/{pid}/environ")).ok()
+}
+
+/// The MPI rank an environment names: Open MPI's, PMI's (MPICH, Intel MPI) or PMIx's variable.
+fn mpi_rank(environment: &[u8]) -> Option<u32> {
+    environment.split(|&b| b == 0).find_map(|variable| {
         ["OMPI_COMM_WORLD_RANK=", "PMI_RANK=", "PMIX_RANK="]
             .iter()
-            .any(|name| variable.starts_with(name.as_bytes()))
+            .find_map(|name| variable.strip_prefix(name.as_bytes()))
+            .and_then(|value| std::str::from_utf8(value).ok()?.parse().ok())
     })
+}
+
+/// Whether an environment is the master's: rank 0, and not a spawned worker (rank 0 of the job
+/// MPI spawned it in; mw-runtime's `MW_SPAWNED_WORKER` says so).
+fn is_master(environment: &[u8]) -> bool {
+    let spawned = environment
+        .split(|&b| b == 0)
+        .any(|variable| variable.starts_with(b"MW_SPAWNED_WORKER="));
+    mpi_rank(environment) == Some(0) && !spawned
+}
+
+/// Reports when the master's process on this node has ended: looks for it among the
+/// launcher's descendants (every 100 ms at first, then less often, up to every 2 s: it may run
+/// on another node, and then is never found), then watches it, and what it started with its
+/// rank (a shell around the program), every 100 ms until all have ended. The thread ends with
+/// the process.
+fn watch_master(launcher: i32, events: &Sender<Event>) {
+    let mut pause = Duration::from_millis(100);
+    let master: Vec<(i32, Stat)> = loop {
+        let found: Vec<(i32, Stat)> = descendants(launcher)
+            .into_iter()
+            .filter(|&pid| environment(pid).is_some_and(|env| is_master(&env)))
+            .filter_map(|pid| Some((pid, Stat::of(pid).filter(|stat| !stat.ended)?)))
+            .collect();
+        if !found.is_empty() {
+            break found;
+        }
+        std::thread::sleep(pause);
+        pause = (pause * 2).min(Duration::from_secs(2));
+    };
+    let alive = |&(pid, stat): &(i32, Stat)| {
+        Stat::of(pid).is_some_and(|now| !now.ended && now.start == stat.start)
+    };
+    while master.iter().any(alive) {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let _ = events.send(Event::MasterGone(master[0].0));
 }
 
 /// Reports the master's status once its line is whole in `path` (it ends with a newline),
@@ -485,41 +608,62 @@ mod tests {
     #[test]
     fn the_master_s_status_wins() {
         let launcher = LauncherEnd::Killed(9);
-        assert_eq!(decide(Some(0), None, launcher).status, 0);
-        assert_eq!(decide(Some(3), Some(15), LauncherEnd::Exited(0)).status, 3);
-        assert_eq!(decide(Some(130), Some(2), launcher).status, 130);
-        assert_eq!(decide(Some(0), None, launcher).error, None);
+        assert_eq!(decide(Some(0), None, false, launcher).status, 0);
+        assert_eq!(
+            decide(Some(3), Some(15), false, LauncherEnd::Exited(0)).status,
+            3
+        );
+        assert_eq!(decide(Some(130), Some(2), false, launcher).status, 130);
+        assert_eq!(decide(Some(0), None, false, launcher).error, None);
     }
 
     #[test]
     fn a_ctrl_c_the_launcher_passed_on_as_sigterm_is_a_ctrl_c() {
         let launcher = LauncherEnd::Exited(1);
-        assert_eq!(decide(Some(143), Some(2), launcher).status, 130);
-        assert_eq!(decide(Some(143), Some(15), launcher).status, 143);
-        assert_eq!(decide(Some(143), None, launcher).status, 143);
+        assert_eq!(decide(Some(143), Some(2), false, launcher).status, 130);
+        assert_eq!(decide(Some(143), Some(15), false, launcher).status, 143);
+        assert_eq!(decide(Some(143), None, false, launcher).status, 143);
         // A run that completed, or failed, before the signal reached it says so.
-        assert_eq!(decide(Some(0), Some(2), launcher).status, 0);
-        assert_eq!(decide(Some(1), Some(2), launcher).status, 1);
+        assert_eq!(decide(Some(0), Some(2), false, launcher).status, 0);
+        assert_eq!(decide(Some(1), Some(2), false, launcher).status, 1);
     }
 
     #[test]
     fn without_it_a_signal_to_the_wrapper_gives_the_shell_s_status() {
-        assert_eq!(decide(None, Some(2), LauncherEnd::Exited(0)).status, 130);
-        assert_eq!(decide(None, Some(15), LauncherEnd::Exited(1)).status, 143);
-        assert_eq!(decide(None, Some(1), LauncherEnd::Killed(9)).status, 129);
+        assert_eq!(
+            decide(None, Some(2), false, LauncherEnd::Exited(0)).status,
+            130
+        );
+        assert_eq!(
+            decide(None, Some(15), false, LauncherEnd::Exited(1)).status,
+            143
+        );
+        assert_eq!(
+            decide(None, Some(1), false, LauncherEnd::Killed(9)).status,
+            129
+        );
     }
 
     #[test]
     fn then_the_launcher_s_status_when_it_is_not_zero() {
-        assert_eq!(decide(None, None, LauncherEnd::Exited(137)).status, 137);
-        assert_eq!(decide(None, None, LauncherEnd::Exited(2)).status, 2);
-        assert_eq!(decide(None, None, LauncherEnd::Killed(9)).status, 137);
-        assert_eq!(decide(None, None, LauncherEnd::Exited(256 + 5)).status, 5);
+        assert_eq!(
+            decide(None, None, false, LauncherEnd::Exited(137)).status,
+            137
+        );
+        assert_eq!(decide(None, None, false, LauncherEnd::Exited(2)).status, 2);
+        assert_eq!(
+            decide(None, None, false, LauncherEnd::Killed(9)).status,
+            137
+        );
+        assert_eq!(
+            decide(None, None, false, LauncherEnd::Exited(256 + 5)).status,
+            5
+        );
     }
 
     #[test]
     fn a_zero_from_the_launcher_alone_is_not_believed() {
-        let decision = decide(None, None, LauncherEnd::Exited(0));
+        let decision = decide(None, None, false, LauncherEnd::Exited(0));
         assert_eq!(decision.status, 1);
         let (error, help) = decision.error.expect("an error is printed");
         assert!(
@@ -527,6 +671,73 @@ mod tests {
             "{error}"
         );
         assert!(help.contains("mw: exit status"), "{help}");
+    }
+
+    #[test]
+    fn a_launcher_ended_after_a_silent_master_is_a_failure() {
+        // Whatever the launcher then said: its status is that of the signals it was sent.
+        for launcher in [LauncherEnd::Exited(0), LauncherEnd::Killed(15)] {
+            let decision = decide(None, None, true, launcher);
+            assert_eq!(decision.status, 1);
+            let (error, help) = decision.error.expect("an error is printed");
+            assert!(error.contains("mwgen launch ended it"), "{error}");
+            assert!(help.contains("MPI_ERRORS_ARE_FATAL"), "{help}");
+        }
+        // A status that came after all, or a signal to the wrapper, still wins.
+        assert_eq!(
+            decide(Some(0), None, true, LauncherEnd::Killed(9)).status,
+            0
+        );
+        assert_eq!(
+            decide(None, Some(2), true, LauncherEnd::Killed(9)).status,
+            130
+        );
+    }
+
+    #[test]
+    fn the_rank_is_read_from_each_library_s_variable() {
+        assert_eq!(mpi_rank(b"PATH=/bin\0OMPI_COMM_WORLD_RANK=3\0"), Some(3));
+        assert_eq!(mpi_rank(b"PMI_RANK=0"), Some(0));
+        assert_eq!(mpi_rank(b"HOME=/\0PMIX_RANK=12\0"), Some(12));
+        assert_eq!(mpi_rank(b"PATH=/bin\0OMPI_COMM_WORLD_SIZE=3\0"), None);
+        assert_eq!(mpi_rank(b"XPMI_RANK=0\0"), None);
+        assert_eq!(mpi_rank(b"PMI_RANK=x\0"), None);
+    }
+
+    #[test]
+    fn the_master_is_rank_0_but_not_a_spawned_worker() {
+        assert!(is_master(b"OMPI_COMM_WORLD_RANK=0\0PATH=/bin\0"));
+        assert!(!is_master(b"OMPI_COMM_WORLD_RANK=1\0"));
+        assert!(!is_master(b"PATH=/bin\0"));
+        // MPI_Comm_spawn starts a job of its own, in which the spawned worker is rank 0.
+        assert!(!is_master(
+            b"OMPI_COMM_WORLD_RANK=0\0MW_SPAWNED_WORKER=1,4,10.0.0.1:5000\0"
+        ));
+    }
+
+    #[test]
+    fn stat_lines_are_read_past_a_command_name_with_brackets_and_spaces() {
+        let line = "4242 (a (b) c) S 17 4242 4242 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 \
+                    987654 1000 100 0 0 0";
+        assert_eq!(
+            Stat::parse(line),
+            Some(Stat {
+                parent: 17,
+                ended: false,
+                start: 987_654
+            })
+        );
+        let zombie = "7 (x) Z 1 7 7 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 55 0 0";
+        assert_eq!(Stat::parse(zombie).map(|s| s.ended), Some(true));
+        assert_eq!(Stat::parse("7 (x) S 1"), None);
+    }
+
+    #[test]
+    fn this_process_is_found_below_its_parent() {
+        let me = std::process::id() as i32;
+        let stat = Stat::of(me).expect("this process has a stat");
+        assert!(!stat.ended);
+        assert!(descendants(stat.parent).contains(&me));
     }
 
     #[test]

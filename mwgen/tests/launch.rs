@@ -207,3 +207,95 @@ fn the_master_s_status_is_read_from_its_file_when_the_launcher_drops_its_output(
     assert_eq!(output.status.code(), Some(3), "{}", stderr(&output));
     assert!(took < Duration::from_secs(10), "{took:?}");
 }
+
+/// Runs `mwgen launch [flags] -- sh -c SCRIPT` for at most `limit`: `None` when it was still
+/// running then (and was killed).
+fn launch_within(flags: &[&str], script: &str, limit: Duration) -> Option<(Output, Duration)> {
+    let start = Instant::now();
+    let mut wrapper = Command::new(env!("CARGO_BIN_EXE_mwgen"))
+        .arg("launch")
+        .args(flags)
+        .args(["--", "sh", "-c", script])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    while wrapper.try_wait().unwrap().is_none() {
+        if start.elapsed() > limit {
+            wrapper.kill().unwrap();
+            wrapper.wait().unwrap();
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let took = start.elapsed();
+    Some((wrapper.wait_with_output().unwrap(), took))
+}
+
+/// A launcher that never ends the job, as Open MPI 5's prterun did across nodes once the
+/// master's MPI had ended it: it ignores SIGTERM and runs on for 30 s. `$1` is what it runs
+/// first.
+const STUCK_LAUNCHER: &str =
+    "trap '' TERM; eval \"$1\"; i=0; while [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done";
+
+fn stuck_launcher(first: &str) -> String {
+    format!(
+        "set -- '{}'; {STUCK_LAUNCHER}",
+        first.replace('\'', "'\\''")
+    )
+}
+
+#[test]
+fn a_master_that_ended_without_a_status_does_not_leave_the_wrapper_waiting() {
+    // The master (rank 0) ends after a second without saying its status, as one that Open MPI
+    // 5 ended with `_exit` (`MPI_ERRORS_ARE_FATAL`) does.
+    let script = stuck_launcher("OMPI_COMM_WORLD_RANK=0 sh -c 'sleep 1; exit 14'");
+    let Some((output, took)) = launch_within(&["--grace", "1"], &script, Duration::from_secs(20))
+    else {
+        panic!("mwgen launch still waited 20 s after the master ended");
+    };
+    let said = stderr(&output);
+    assert_eq!(output.status.code(), Some(1), "{said}");
+    // The master's second, the grace, SIGTERM's 2 s, the drain of the launcher's output.
+    assert!(took >= Duration::from_secs(4), "took {took:?}: {said}");
+    assert!(took < Duration::from_secs(7), "took {took:?}: {said}");
+    assert!(
+        said.contains("mwgen launch: the master (rank 0, pid ")
+            && said.contains(
+                ") ended without saying its exit status, and the launcher is still running \
+                 1.0 s later: SIGTERM to its process group"
+            ),
+        "{said}"
+    );
+    assert!(
+        said.contains(
+            "mwgen launch: error: the master ended without reporting its exit status, and the \
+             launcher did not end the job: mwgen launch ended it"
+        ),
+        "{said}"
+    );
+}
+
+#[test]
+fn a_worker_rank_that_ended_is_not_taken_for_the_master() {
+    // Rank 1 ends at once; the master runs 3 s and says 0; the launcher then exits 0.
+    let script = "OMPI_COMM_WORLD_RANK=1 sh -c 'exit 9' & \
+                  OMPI_COMM_WORLD_RANK=0 sh -c \
+                  'sleep 3; echo \"mw: exit status 0 (completed)\" >&2'; wait";
+    let (output, took) =
+        launch_within(&["--grace", "1"], script, Duration::from_secs(20)).expect("it ended");
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(took >= Duration::from_secs(3), "took {took:?}");
+    assert!(!stderr(&output).contains("SIGTERM"), "{}", stderr(&output));
+}
+
+#[test]
+fn a_launcher_that_ends_the_job_itself_after_a_silent_master_gives_its_own_status() {
+    // As plain mpirun does after a master that was killed: its status, within the grace.
+    let script = "OMPI_COMM_WORLD_RANK=0 sh -c 'sleep 0.5'; sleep 1; exit 137";
+    let (output, _) =
+        launch_within(&["--grace", "5"], script, Duration::from_secs(20)).expect("it ended");
+    assert_eq!(output.status.code(), Some(137), "{}", stderr(&output));
+    assert!(!stderr(&output).contains("SIGTERM"), "{}", stderr(&output));
+}

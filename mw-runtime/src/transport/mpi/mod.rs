@@ -42,6 +42,12 @@
 //! `MPI_Finalize` at all (see [`finalize`](bootstrap::finalize)). A worker whose master died notices it through its
 //! own end of the lifeline, and leaves.
 //!
+//! No error handler reaches one failure: Open MPI 5 without ULFM handles a broken TCP connection
+//! to a peer (a worker on another node that died) in its point-to-point layer, as
+//! `MPI_ERRORS_ARE_FATAL` on no communicator, and ends the process with `_exit` after asking
+//! the launcher to abort the job. The master then says no exit status; `mwgen launch` notices
+//! that its process ended and ends a launcher that does not.
+//!
 //! One concern a module: [`framing`] puts messages on the wire and takes them off (whole or in
 //! parts), [`messages`] encodes what only this backend sends, [`master_link`] and
 //! [`worker_link`] are the two ends the engine talks to, and [`bootstrap`] starts a run on every

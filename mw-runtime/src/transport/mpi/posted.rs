@@ -255,10 +255,14 @@ pub(super) fn receive(
             loop {
                 // SAFETY: tests the cancelled receive until it ends either way (cancelled, or
                 // completed before the cancel took), then asks which.
-                unsafe {
-                    ffi::MPI_Test(&mut request, &mut done, &mut status);
+                let code = unsafe { ffi::MPI_Test(&mut request, &mut done, &mut status) };
+                // SAFETY: reads a constant MPI handle.
+                if code != 0 && request == unsafe { ffi::RSMPI_REQUEST_NULL } {
+                    // It ended in an error: nothing was received, and its status names no
+                    // message (the buffer still holds the last one's bytes).
+                    return Received::GaveUp;
                 }
-                if done != 0 {
+                if done != 0 && code == 0 {
                     let mut cancelled: c_int = 0;
                     // SAFETY: `status` was filled in by the completed test.
                     unsafe {
