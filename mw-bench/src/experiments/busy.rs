@@ -36,9 +36,11 @@ struct Plan {
 
 fn plan(size: Size) -> Plan {
     match size {
+        // Iterations of about 0.15 s beside the spinning threads: many scheduler slices each,
+        // so that a run's time says more about its workers than about where the slices fell.
         Size::Full => Plan {
-            bodies: 2000,
-            steps: 30,
+            bodies: 4000,
+            steps: 40,
             repeats: 3,
         },
         Size::Tiny => Plan {
