@@ -19,7 +19,9 @@
 //! where the master keeps up: half the median of what `k` leaves of them, each run's trip being
 //! the time the runtime's last fit gives one chunk and its answer, `2·mo + k·bytes` (where its
 //! line passes through its measured trips, the queues' waits taken out, whatever share it gave
-//! `mo` and `k`).
+//! `mo` and `k`). Across a real network stack the trips can miss what a message costs the
+//! iteration (the master's own share, the waits of processes that share its cores):
+//! [`startups_from_times`] fits `mo` to the iteration times of the calibration runs instead.
 
 use mw_runtime::model::Params;
 use mw_runtime::{Protocol, RunMetrics};
@@ -77,18 +79,59 @@ pub(crate) fn slope<G: PartialEq + Copy>(points: &[(G, f64, f64)]) -> Option<f64
     (!slopes.is_empty()).then(|| median(&slopes).max(0.0))
 }
 
-/// What the model multiplies `k` by in a run's `Tt` (bytes), what it charges that run for
-/// message start-ups (ms), and whether it is latency-bound, at `mo` and `k`: expressions
+/// What the model multiplies `k` by in a run's `Tt` (bytes), how many message start-ups it
+/// charges that run (`mo` each), and whether it is latency-bound, at `mo` and `k`: expressions
 /// (7)–(9), the regime of (7)/(8) decided with them (bandwidth-bound while `k` is unknown).
 fn terms(o: &Observed, protocol: Protocol, mo: f64, k: Option<f64>) -> (f64, f64, bool) {
     let n = o.workers.max(1) as f64;
     let spread = ((n - 1.0) * o.alpha + 1.0) * o.volume_bytes / n;
     match protocol {
-        Protocol::Sync => (spread, (n + 1.0) * mo, false),
+        Protocol::Sync => (spread, n + 1.0, false),
         Protocol::Async if k.is_some_and(|k| mo >= k * o.alpha * o.volume_bytes / n) => {
-            (o.volume_bytes / n, (n + 1.0) * mo, true)
+            (o.volume_bytes / n, n + 1.0, true)
         }
-        Protocol::Async => (spread, 2.0 * mo, false),
+        Protocol::Async => (spread, 2.0, false),
+    }
+}
+
+/// `params` with `mo` fitted to the iteration times of `runs` (calibration runs at the case's
+/// volume) rather than taken from the runtime's trips: the least-squares `mo` of the runs'
+/// relative errors, the measure the model is judged by, `Σ(c·r/T²) / Σ(c²/T²)` with `T` a run's
+/// `Tt`, `c` the start-ups the model charges it and `r` what the model leaves of `T` at
+/// `params`' `k` and `λm` without them; the regime (and so `c`) found again with each new `mo`
+/// until it settles. The runs where start-ups are much of `Tt` (many workers) weigh most; where
+/// they are a sliver of it, a task time drawn a little short reads as many start-ups. Where
+/// messages cost the master, or the processes that share its cores, more than the wire's
+/// latency, the trips do not show it and the iteration times do.
+pub(crate) fn startups_from_times(
+    params: &Params,
+    runs: &[Observed],
+    protocol: Protocol,
+) -> Params {
+    let k = params.k_ms_per_byte;
+    let mut mo = params.mo_ms;
+    for _ in 0..16 {
+        let (mut cross, mut square) = (0.0, 0.0);
+        for o in runs.iter().filter(|o| o.time_ms > 0.0) {
+            let (bytes, startups, _) = terms(o, protocol, mo, Some(k));
+            let rest = o.time_ms - o.tc_ms / o.workers.max(1) as f64 - params.lm_ms - k * bytes;
+            let weight = 1.0 / (o.time_ms * o.time_ms);
+            cross += weight * startups * rest;
+            square += weight * startups * startups;
+        }
+        let next = if square > 0.0 {
+            (cross / square).max(0.0)
+        } else {
+            mo
+        };
+        if (next - mo).abs() <= 1e-9 {
+            break;
+        }
+        mo = next;
+    }
+    Params {
+        mo_ms: mo,
+        ..*params
     }
 }
 
@@ -127,7 +170,7 @@ pub(crate) fn calibrated(
             .iter()
             .map(|o| {
                 let (bytes, startups, latency_bound) = terms(o, protocol, mo, k);
-                let rest = o.time_ms - o.tc_ms / o.workers.max(1) as f64 - o.lm_ms - startups;
+                let rest = o.time_ms - o.tc_ms / o.workers.max(1) as f64 - o.lm_ms - startups * mo;
                 (latency_bound, (o.workers, bytes, rest))
             })
             .collect();
@@ -156,6 +199,51 @@ pub(crate) fn calibrated(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn mo_is_fitted_to_the_iteration_times_where_the_trips_miss_it() {
+        // Runs of a model whose messages cost 0.08 ms each, most of them latency-bound, whose
+        // trips the runtime fitted at no start-up at all.
+        let real = Params {
+            tc_ms: 100.0,
+            volume_bytes: 1e4,
+            alpha: 0.5,
+            mo_ms: 0.08,
+            k_ms_per_byte: 8e-5,
+            lm_ms: 0.05,
+        };
+        let runs: Vec<Observed> = [2, 4, 8, 16, 32, 40]
+            .into_iter()
+            .map(|n| Observed {
+                workers: n,
+                time_ms: mw_runtime::model::iteration_time(&real, n, Protocol::Async).unwrap(),
+                lm_ms: real.lm_ms,
+                trip: Some((100.0, 8e-5 * 100.0)),
+                volume_bytes: real.volume_bytes,
+                alpha: real.alpha,
+                tc_ms: real.tc_ms,
+            })
+            .collect();
+        let from_trips = Params { mo_ms: 0.0, ..real };
+        let fitted = startups_from_times(&from_trips, &runs, Protocol::Async);
+        assert!((fitted.mo_ms - 0.08).abs() < 1e-9, "{fitted:?}");
+        let the_rest_kept = Params {
+            mo_ms: real.mo_ms,
+            ..fitted
+        };
+        assert_eq!(the_rest_kept, real);
+        // Under sync every run pays n + 1 start-ups, whatever `mo`.
+        let sync: Vec<Observed> = runs
+            .iter()
+            .map(|o| Observed {
+                time_ms: mw_runtime::model::iteration_time(&real, o.workers, Protocol::Sync)
+                    .unwrap(),
+                ..*o
+            })
+            .collect();
+        let fitted = startups_from_times(&from_trips, &sync, Protocol::Sync);
+        assert!((fitted.mo_ms - 0.08).abs() < 1e-9, "{fitted:?}");
+    }
 
     #[test]
     fn the_slope_ignores_one_run_far_off() {
