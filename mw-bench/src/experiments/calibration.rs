@@ -21,7 +21,7 @@
 //! line passes through its measured trips, the queues' waits taken out, whatever share it gave
 //! `mo` and `k`). Across a real network stack the trips can miss what a message costs the
 //! iteration (the master's own share, the waits of processes that share its cores):
-//! [`startups_from_times`] fits `mo` to the iteration times of the calibration runs instead.
+//! `startups_from_times` fits `mo` to the iteration times of the calibration runs instead.
 
 use mw_runtime::model::Params;
 use mw_runtime::{Protocol, RunMetrics};
