@@ -74,6 +74,27 @@ proptest! {
 }
 
 proptest! {
+    #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
+
+    /// Under `sync`, with a stream of a few tasks at a time and the tuner changing the pool
+    /// inside the iteration: a worker taken out midway and brought back on its own last answer,
+    /// when nothing was left to cut, was once listed idle twice and sent two chunks, and the
+    /// master waited on the second send while the worker waited to hand in the first answer.
+    #[test]
+    fn workers_brought_back_on_their_own_answer_get_one_chunk(
+        scenario in scenarios(8),
+        stream in 1usize..4,
+    ) {
+        let scenario = Scenario { panic_at: None, ..scenario };
+        let config = RunConfig {
+            tuning: TuningConfig { mode: TuneMode::On, persistence: 1, ..TuningConfig::default() },
+            ..config(8, PolicyName::Fac2, Protocol::Sync, 0.5)
+        };
+        run_streamed(&scenario, &config, Some(stream)).unwrap();
+    }
+}
+
+proptest! {
     #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
 
     /// Started below the pool with nothing measured, the tuner grows (or shrinks, or rolls

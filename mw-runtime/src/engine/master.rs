@@ -225,7 +225,7 @@ struct Round<M: Master> {
     /// Workers taking part.
     workers: usize,
     active: Vec<bool>,
-    /// Active workers with nothing to do right now.
+    /// Active workers with nothing to do right now, each once ([`Round::wait`]).
     idle: Vec<usize>,
     chunk_sizes: Vec<usize>,
     /// Chunks sent to a worker that held another.
@@ -297,6 +297,18 @@ impl<M: Master> Round<M> {
             left.max(done as usize)
         } else {
             left
+        }
+    }
+
+    /// Lists `worker`, which holds nothing, among those waiting for a chunk, unless it is
+    /// listed already. Two paths can find the same worker without work in one answer's
+    /// handling: a worker taken out midway answers its last chunk, the tuner brings it back at
+    /// that answer's look (listing it), and the answer's own supply finds nothing to cut. Listed
+    /// twice, it would be sent two chunks when tasks come, and under `sync` the second send
+    /// waits for a worker that waits for the master to take its answer.
+    fn wait(&mut self, worker: usize) {
+        if !self.idle.contains(&worker) {
+            self.idle.push(worker);
         }
     }
 
@@ -444,7 +456,7 @@ where
         // Breadth first: every worker gets a chunk before any gets one ahead.
         for &worker in &chosen {
             if !self.dispatch(&mut round, worker, clock::now())? {
-                round.idle.push(worker);
+                round.wait(worker);
             }
         }
         for &worker in &chosen {

@@ -58,7 +58,7 @@ where
             return Ok(());
         }
         if self.held[worker].is_empty() && !self.dispatch(round, worker, now)? {
-            round.idle.push(worker);
+            round.wait(worker);
             return Ok(());
         }
         self.prefetch(round, worker, now)

@@ -282,7 +282,7 @@ where
                 (0..self.healthy.len()).find(|&w| round.parked(w, &self.healthy, &self.held));
             if let Some(spare) = spare {
                 self.activate(round, spare)?;
-                round.idle.push(spare);
+                round.wait(spare);
             }
         }
         self.place_retries(round)?;
@@ -384,7 +384,7 @@ where
             if self.dispatch(round, spare, clock::now())? {
                 self.prefetch(round, spare, clock::now())?;
             } else {
-                round.idle.push(spare);
+                round.wait(spare);
             }
         }
         Ok(())

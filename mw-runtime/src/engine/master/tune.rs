@@ -60,6 +60,10 @@ where
     /// Workers left waiting (by the probe, or with nothing left to cut) get chunks now.
     pub(super) fn wake_idle(&mut self, round: &mut Round<M>) -> Result<()> {
         while let Some(worker) = round.idle.pop() {
+            debug_assert!(
+                self.held[worker].is_empty(),
+                "worker {worker} was listed idle while it holds a chunk"
+            );
             if !self.dispatch(round, worker, clock::now())? {
                 round.idle.push(worker);
                 break;
@@ -97,7 +101,7 @@ where
                 .collect();
             for &worker in &joining {
                 self.activate(round, worker)?;
-                round.idle.push(worker);
+                round.wait(worker);
             }
         } else {
             // Idle workers leave first, then the last busy ones, which finish what they hold.
