@@ -96,8 +96,8 @@ where
         worker: usize,
         now: Instant,
     ) -> Result<bool> {
-        let (first, tasks) = if let Some(retry) = self.retry_for(round, worker) {
-            (retry.first, retry.tasks)
+        let (first, tasks, fresh) = if let Some(retry) = self.retry_for(round, worker) {
+            (retry.first, retry.tasks, false)
         } else if !round.uncut.is_empty() {
             let uncut = round.uncut.len();
             let size = if round.probe_left > 0 {
@@ -125,13 +125,18 @@ where
             } else {
                 tasks.extend(round.uncut.drain(..size));
             }
-            (first, tasks)
+            (first, tasks, true)
         } else {
             return Ok(false);
         };
         let len = tasks.len();
         // A copy of a chunk still out elsewhere, or a chunk the engine keeps while it is out.
-        let copy = round.open.get_mut(&first).filter(|open| open.len == len);
+        // Tasks cut now were never sent, so only tasks run again can be out already.
+        let copy = if fresh {
+            None
+        } else {
+            round.open.get_mut(&first).filter(|open| open.len == len)
+        };
         if let Some(open) = copy {
             open.holders += 1;
             let sent = self.send_chunk(round, worker, first, tasks, now)?;
@@ -194,11 +199,12 @@ where
     /// The master's time for the answer counts from `at`: its bookkeeping and the `recover`
     /// calls. An answer to a chunk whose copy was answered first, or of an earlier iteration,
     /// settles nothing. `unbilled_ns` is the time in its trip the link says it did not charge.
+    /// The results are taken out of `done`, which keeps its vectors for the next answer.
     pub(super) fn recover(
         &mut self,
         round: &mut Round<M>,
         worker: usize,
-        done: Done<M::Result>,
+        done: &mut Done<M::Result>,
         unbilled_ns: Option<i64>,
         at: Instant,
     ) -> Result<(usize, Instant)> {
@@ -261,7 +267,6 @@ where
         };
         self.standing[worker].answered(done.failed.is_empty());
         let recovering = self.trace.mark();
-        let mut results = done.results;
         let mut failed = done
             .failed
             .iter()
@@ -269,7 +274,7 @@ where
             .peekable();
         let mut offset = 0;
         entering("recover");
-        for result in results.drain(..) {
+        for result in done.results.drain(..) {
             while failed.next_if_eq(&offset).is_some() {
                 offset += 1;
             }
@@ -281,7 +286,6 @@ where
             offset += 1;
         }
         entering(RUNTIME);
-        self.link.reuse_results(results);
         let mut settled = flight.len - done.failed.len();
         if !done.failed.is_empty() {
             settled += self.task_failures(round, worker, flight.first, &open, &done.failed)?;
