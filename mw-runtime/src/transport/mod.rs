@@ -106,6 +106,11 @@ impl SentChunk {
         &self.0
     }
 
+    /// Its encoded length: the chunk's bytes on every link.
+    pub(crate) fn len(&self) -> usize {
+        self.0.len()
+    }
+
     /// The chunk's tasks, decoded.
     pub(crate) fn tasks<T: Message>(&self) -> Result<Vec<T>, DecodeError> {
         crate::codec::decode::<Chunk<T>>(&self.0).map(|chunk| chunk.tasks)

@@ -170,7 +170,6 @@ where
             tasks,
         };
         self.next_chunk_id += 1;
-        let bytes = chunk.encoded_len() as u64;
         let held = &mut self.held[worker];
         round.prefetched += usize::from(!held.is_empty());
         if held.is_empty() {
@@ -190,7 +189,7 @@ where
         // Its trip counts from `now`, or from when a link that keeps its own time took it: the
         // link charges from there, and cutting the chunk before is the master's time.
         let entry = self.link.handed().unwrap_or(now);
-        round.probe.chunk_sent(worker, bytes, entry);
+        round.probe.chunk_sent(worker, sent.len() as u64, entry);
         Ok(sent)
     }
 

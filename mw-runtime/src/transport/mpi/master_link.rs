@@ -10,7 +10,7 @@ use mpi::topology::{Communicator, Rank, SimpleCommunicator};
 
 use super::backoff::{Backoff, CHECK_EVERY};
 use super::framing::{
-    Body, Comms, Endpoint, Head, INLINE, Outgoing, post_message, receive_head, receive_rest,
+    Body, Comms, EAGER, Endpoint, Head, INLINE, Outgoing, post_message, receive_head, receive_rest,
 };
 use super::kill;
 use super::layout::Place;
@@ -486,8 +486,16 @@ impl<T: Message, S: Message, R: Message> MasterLink<T, S, R> for MpiMaster<T, S,
 
     fn send_chunk(&mut self, worker: usize, chunk: Chunk<T>) -> Result<SentChunk> {
         let sent = self.encode_chunk(chunk);
-        if self.reachable(worker, false)? {
-            self.post(worker, CHUNK, Outgoing::Shared(Arc::clone(sent.bytes())));
+        let bytes = sent.bytes();
+        let launched = self.gone.gone.get(worker) == Some(&false) && !self.spawner.is_slot(worker);
+        if launched && self.protocol == Protocol::Async && bytes.len() <= EAGER {
+            // The usual chunk: copied out as it is posted, so the send shares the kept
+            // encoding only while it is in progress.
+            let comm = &self.end.comms.inline;
+            let send = Posted::send_eager(comm, worker as Rank + 1, CHUNK, bytes);
+            self.posted.extend(send);
+        } else if self.reachable(worker, false)? {
+            self.post(worker, CHUNK, Outgoing::Shared(Arc::clone(bytes)));
         }
         Ok(sent)
     }
