@@ -195,6 +195,17 @@ struct Engine<'a, M: Master, L> {
     stream_ahead: usize,
 }
 
+/// How an answer came.
+#[derive(Debug, Clone, Copy)]
+struct Arrival {
+    /// When the master had it.
+    at: Instant,
+    /// Its encoded size.
+    bytes: u64,
+    /// The time in its trip the link says it did not charge (an emulated link).
+    unbilled_ns: Option<i64>,
+}
+
 /// A chunk out at a worker.
 struct InFlight {
     chunk: u64,
@@ -480,8 +491,12 @@ where
             }
             match message {
                 FromWorker::Done(mut done) => {
-                    let unbilled = stamps.unbilled_ns;
-                    self.answered(&mut round, it, worker, &mut done, unbilled, at)?;
+                    let arrival = Arrival {
+                        at,
+                        bytes: done.encoded_len() as u64,
+                        unbilled_ns: stamps.unbilled_ns,
+                    };
+                    self.answered(&mut round, it, worker, &mut done, arrival)?;
                     self.link.reuse_results(done.results);
                 }
                 FromWorker::Failed(failed) => self.reassign(&mut round, worker, failed)?,
@@ -518,19 +533,18 @@ where
         Ok(Some(flow))
     }
 
-    /// `worker`'s answer `done`, received at `at`, on either path: its results recovered, more
-    /// tasks asked for, the tuner's look when due, the worker supplied and the checkpoint
-    /// inside the iteration saved when due. `unbilled_ns` as [`recover`](Self::recover) takes it.
+    /// `worker`'s answer `done`, on either path: its results recovered, more tasks asked for,
+    /// the tuner's look when due, the worker supplied and the checkpoint inside the iteration
+    /// saved when due.
     fn answered(
         &mut self,
         round: &mut Round<M>,
         it: &Iteration,
         worker: usize,
         done: &mut Done<M::Result>,
-        unbilled_ns: Option<i64>,
-        at: Instant,
+        arrival: Arrival,
     ) -> Result<()> {
-        let (recovered, now) = self.recover(round, worker, done, unbilled_ns, at)?;
+        let (recovered, now) = self.recover(round, worker, done, arrival)?;
         round.done += recovered as u64;
         self.progress.tasks_done(recovered);
         self.stream(round, it)?;

@@ -242,11 +242,12 @@ pub(crate) trait MasterLink<T, S, R> {
     /// Like [`recv`](Self::recv), but gives up after `timeout`: `Ok(None)` when nothing came.
     fn recv_within(&mut self, timeout: Duration) -> Result<Option<(usize, FromWorker<T, R>)>>;
     /// The engine's steady path: an answer that is there or comes within a few microseconds,
-    /// decoded into `done` (whose vectors it reuses), with its worker. `Ok(None)` when nothing
+    /// decoded into `done` (whose vectors it reuses), with its worker and its encoded length
+    /// (what `encoded_len` would count). `Ok(None)` when nothing
     /// came that soon, or something else did, or the link has news of its own (a worker lost):
     /// [`recv_within`](Self::recv_within) returns it next. A link without a path of its own
     /// leaves every message to `recv_within`.
-    fn answer_into(&mut self, done: &mut Done<R>) -> Result<Option<usize>> {
+    fn answer_into(&mut self, done: &mut Done<R>) -> Result<Option<(usize, usize)>> {
         let _ = done;
         Ok(None)
     }

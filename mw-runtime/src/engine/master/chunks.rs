@@ -7,14 +7,13 @@ use std::time::Duration;
 
 use crate::app::{Master, TaskId};
 use crate::clock::{self, Instant};
-use crate::codec::Message;
 use crate::error::{Error, Result};
 use crate::measure::Answer;
 use crate::policy::{self, Ask, ChunkDone};
 use crate::transport::{Chunk, Done, MasterLink, SentChunk, ToWorker};
 
 use super::faults::Open;
-use super::{Engine, InFlight, RUNTIME, Round, entering};
+use super::{Arrival, Engine, InFlight, RUNTIME, Round, entering};
 
 impl<M, L> Engine<'_, M, L>
 where
@@ -193,20 +192,20 @@ where
         Ok(sent)
     }
 
-    /// Hands a chunk's results, received at `at`, to `recover`, one call per task; returns how
-    /// many tasks it settled (recovered, or failed for good and skipped), and when it was done.
-    /// The master's time for the answer counts from `at`: its bookkeeping and the `recover`
-    /// calls. An answer to a chunk whose copy was answered first, or of an earlier iteration,
-    /// settles nothing. `unbilled_ns` is the time in its trip the link says it did not charge.
-    /// The results are taken out of `done`, which keeps its vectors for the next answer.
+    /// Hands a chunk's results, come as `arrival` says, to `recover`, one call per task;
+    /// returns how many tasks it settled (recovered, or failed for good and skipped), and when
+    /// it was done. The master's time for the answer counts from its arrival: its bookkeeping
+    /// and the `recover` calls. An answer to a chunk whose copy was answered first, or of an
+    /// earlier iteration, settles nothing. The results are taken out of `done`, which keeps its
+    /// vectors for the next answer.
     pub(super) fn recover(
         &mut self,
         round: &mut Round<M>,
         worker: usize,
         done: &mut Done<M::Result>,
-        unbilled_ns: Option<i64>,
-        at: Instant,
+        arrival: Arrival,
     ) -> Result<(usize, Instant)> {
+        let at = arrival.at;
         let flight = match self.held.get_mut(worker).and_then(VecDeque::pop_front) {
             Some(flight)
                 if flight.chunk == done.chunk
@@ -236,14 +235,14 @@ where
             return Ok((0, at));
         }
         let answer = Answer {
-            bytes: done.encoded_len() as u64,
+            bytes: arrival.bytes,
             at,
             busy,
             cpu: done.cpu_ns.map(Duration::from_nanos),
             wait: done.wait_ns.map(Duration::from_nanos),
             late: done.late_ns.map(Duration::from_nanos),
             tasks: &done.task_ms,
-            unbilled_ns,
+            unbilled_ns: arrival.unbilled_ns,
         };
         round.probe.answered(worker, answer);
         let recovering_from =

@@ -19,7 +19,7 @@ use crate::error::Result;
 use crate::transport::{Done, MasterLink};
 
 use super::faults::WATCH_EVERY;
-use super::{Engine, Round};
+use super::{Arrival, Engine, Round};
 
 impl<M, L> Engine<'_, M, L>
 where
@@ -42,14 +42,19 @@ where
         let at = clock::now();
         // The link listened meanwhile, as `listen` does.
         self.listened += at.saturating_duration_since(from).min(WATCH_EVERY);
-        let Some(worker) = answer else {
+        let Some((worker, bytes)) = answer else {
             return Ok(false);
         };
         self.heard(worker, at);
         if at >= round.next_watch {
             self.watch(round, at)?;
         }
-        self.answered(round, it, worker, done, None, at)?;
+        let arrival = Arrival {
+            at,
+            bytes: bytes as u64,
+            unbilled_ns: None,
+        };
+        self.answered(round, it, worker, done, arrival)?;
         Ok(true)
     }
 }

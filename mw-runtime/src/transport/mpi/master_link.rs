@@ -492,8 +492,9 @@ impl<T: Message, S: Message, R: Message> MasterLink<T, S, R> for MpiMaster<T, S,
             // The usual chunk: copied out as it is posted, so the send shares the kept
             // encoding only while it is in progress.
             let comm = &self.end.comms.inline;
-            let send = Posted::send_eager(comm, worker as Rank + 1, CHUNK, bytes);
-            self.posted.extend(send);
+            if let Some(send) = Posted::send_eager(comm, worker as Rank + 1, CHUNK, bytes) {
+                self.posted.push_back(send);
+            }
         } else if self.reachable(worker, false)? {
             self.post(worker, CHUNK, Outgoing::Shared(Arc::clone(bytes)));
         }
@@ -531,7 +532,7 @@ impl<T: Message, S: Message, R: Message> MasterLink<T, S, R> for MpiMaster<T, S,
 
     /// Only a short answer from a worker not given up on, while no loss waits to be reported
     /// and no worker is spawned: anything else is kept for [`next`](Self::next).
-    fn answer_into(&mut self, done: &mut Done<R>) -> Result<Option<usize>> {
+    fn answer_into(&mut self, done: &mut Done<R>) -> Result<Option<(usize, usize)>> {
         if self.early.is_some() || !self.gone.unreported.is_empty() || self.spawner.elastic() {
             return Ok(None);
         }
@@ -552,7 +553,7 @@ impl<T: Message, S: Message, R: Message> MasterLink<T, S, R> for MpiMaster<T, S,
             return Ok(None);
         }
         decode_done(&inbox[..head.len], done)?;
-        Ok(Some(worker))
+        Ok(Some((worker, head.len)))
     }
 
     /// Under MPI the worker's process is also ended (SIGKILL), by the master on its own node or
