@@ -260,7 +260,17 @@ impl<T, S, R> MpiMaster<T, S, R> {
     /// Takes back the buffers of finished sends: the oldest ones, up to the first still in
     /// progress (small sends finish at once; one ahead to a busy worker may wait for it), and
     /// all of them once many are in progress.
+    #[inline]
     fn reap(&mut self) {
+        // Usually so: short sends complete as they are posted, and nothing is spawned.
+        if self.posted.is_empty() && !self.spawner.elastic() {
+            return;
+        }
+        self.reap_posted();
+    }
+
+    /// [`reap`](Self::reap) when there may be something to take back.
+    fn reap_posted(&mut self) {
         // Without slots (decided at the start of the run) there is nothing spawned to look at.
         if self.spawner.elastic() {
             for bytes in self.spawner.reap() {
