@@ -196,6 +196,9 @@ impl<'a, T, R> From<(&'a FromWorker<T, R>, Stamps)> for Heard<'a> {
 
 /// The master's side of a backend.
 pub(crate) trait MasterLink<T, S, R> {
+    /// Whether the link has a steady path of its own ([`answer_into`](Self::answer_into)): the
+    /// engine asks it only then, and spends nothing on it with a link that has none.
+    const STEADY_PATH: bool = false;
     /// Workers started.
     fn pool(&self) -> usize;
     /// `"local"` or `"mpi"`.
@@ -246,7 +249,7 @@ pub(crate) trait MasterLink<T, S, R> {
     /// (what `encoded_len` would count). `Ok(None)` when nothing
     /// came that soon, or something else did, or the link has news of its own (a worker lost):
     /// [`recv_within`](Self::recv_within) returns it next. A link without a path of its own
-    /// leaves every message to `recv_within`.
+    /// leaves every message to `recv_within`, and says so in [`STEADY_PATH`](Self::STEADY_PATH).
     fn answer_into(&mut self, done: &mut Done<R>) -> Result<Option<(usize, usize)>> {
         let _ = done;
         Ok(None)

@@ -11,7 +11,8 @@
 //! Control goes back to the general path for the next message when the link says so: nothing
 //! came within its few tests, the message is not a short answer (a failure, a long answer, a
 //! loss the link noticed), or the link has news of its own. A trace (`--trace`) records how
-//! each message was received, so a traced run takes the general path throughout.
+//! each message was received, so a traced run takes the general path throughout, as a run on
+//! a link without a steady path does (threads, the emulated network).
 
 use crate::app::{Iteration, Master};
 use crate::clock;
@@ -34,7 +35,7 @@ where
         it: &Iteration,
         done: &mut Done<M::Result>,
     ) -> Result<bool> {
-        if self.trace.is_on() {
+        if !L::STEADY_PATH || self.trace.is_on() {
             return Ok(false);
         }
         let from = clock::now();

@@ -442,6 +442,8 @@ impl<T, S, R> MpiMaster<T, S, R> {
 }
 
 impl<T: Message, S: Message, R: Message> MasterLink<T, S, R> for MpiMaster<T, S, R> {
+    const STEADY_PATH: bool = true;
+
     fn pool(&self) -> usize {
         self.gone.gone.len()
     }
