@@ -497,6 +497,8 @@ where
                         unbilled_ns: stamps.unbilled_ns,
                     };
                     self.answered(&mut round, it, worker, &mut done, arrival)?;
+                    // Emptied by `recover`, unless the answer settled nothing.
+                    done.results.clear();
                     self.link.reuse_results(done.results);
                 }
                 FromWorker::Failed(failed) => self.reassign(&mut round, worker, failed)?,
