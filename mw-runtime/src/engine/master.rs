@@ -19,7 +19,7 @@ use crate::app::{Flow, Iteration, Master};
 use crate::codec::Message;
 use crate::config::RunConfig;
 use crate::error::{Error, ErrorKind, Result};
-use crate::measure::{Probe, TaskStats};
+use crate::measure::{Probe, TaskStats, Trip};
 use crate::metrics::RunMetrics;
 use crate::policy::{self, Plan, Policy, PolicyChoice};
 use crate::progress::Progress;
@@ -213,6 +213,8 @@ struct InFlight {
     first: usize,
     len: usize,
     sent: Instant,
+    /// Its trip as measured, for the iteration's [`Probe`] when it is answered.
+    trip: Trip,
 }
 
 /// The state of one iteration being distributed.

@@ -169,26 +169,31 @@ where
             tasks,
         };
         self.next_chunk_id += 1;
-        let held = &mut self.held[worker];
+        let held = &self.held[worker];
         round.prefetched += usize::from(!held.is_empty());
         if held.is_empty() {
             // Its silence counts from when it has work.
             self.standing[worker].hear(now, self.listened);
         }
-        held.push_back(InFlight {
-            chunk: chunk.id,
-            iteration: round.index,
-            first,
-            len: chunk.tasks.len(),
-            sent: now,
-        });
+        // Chunks are held in the order sent, so one of this iteration is at the back if any.
+        let queued = held.back().is_some_and(|f| f.iteration == round.index);
         let (id, len, sending) = (chunk.id, chunk.tasks.len(), self.trace.mark());
         let sent = self.link.send_chunk(worker, chunk)?;
         self.trace.chunk_sent(sending, worker, id, len);
         // Its trip counts from `now`, or from when a link that keeps its own time took it: the
         // link charges from there, and cutting the chunk before is the master's time.
         let entry = self.link.handed().unwrap_or(now);
-        round.probe.chunk_sent(worker, sent.len() as u64, entry);
+        let trip = round
+            .probe
+            .chunk_sent(worker, sent.len() as u64, entry, queued);
+        self.held[worker].push_back(InFlight {
+            chunk: id,
+            iteration: round.index,
+            first,
+            len,
+            sent: now,
+            trip,
+        });
         Ok(sent)
     }
 
@@ -234,6 +239,15 @@ where
             self.failed_late(flight.iteration, worker, flight.first, &done.failed);
             return Ok((0, at));
         }
+        let recovering_from =
+            if self.send_first(round, worker, &flight, done.failed.is_empty(), at)? {
+                clock::now()
+            } else {
+                at
+            };
+        // Recorded once the next chunk is out: what is sent does not depend on it (whether a
+        // chunk's trip waits behind another is known from the chunks held), so the worker does
+        // not wait for it.
         let answer = Answer {
             bytes: arrival.bytes,
             at,
@@ -244,13 +258,7 @@ where
             tasks: &done.task_ms,
             unbilled_ns: arrival.unbilled_ns,
         };
-        round.probe.answered(worker, answer);
-        let recovering_from =
-            if self.send_first(round, worker, &flight, done.failed.is_empty(), at)? {
-                clock::now()
-            } else {
-                at
-            };
+        round.probe.answered(worker, answer, flight.trip);
         let open = match round.open.remove(&flight.first) {
             Some(open) if open.len == flight.len => open,
             other => {
