@@ -22,7 +22,6 @@
 //! so its trip says nothing of the network: only chunks sent to a worker holding none give a
 //! `Transfer`.
 
-use std::collections::VecDeque;
 use std::time::Duration;
 
 use crate::clock::Instant;
@@ -77,15 +76,19 @@ pub(crate) struct Answer<'a> {
     pub unbilled_ns: Option<i64>,
 }
 
-/// What was sent to a worker and not yet answered.
+/// A chunk's trip as its send started it. The engine keeps it with the chunk while the chunk
+/// is out ([`Probe::chunk_sent`] hands it over, [`Probe::answered`] takes it back), so that
+/// the chunks a worker holds are queued in one place, not once by the engine and again here.
 #[derive(Debug, Clone, Copy)]
-struct Sent {
+pub(crate) struct Trip {
     /// Send entry.
     entry: Instant,
-    bytes: u64,
+    /// The bytes sent for it.
+    pub bytes: u64,
     /// Its first and last message in the send log.
     out: (usize, usize),
-    /// Sent while the worker held another chunk: its trip includes the wait behind that one.
+    /// Sent while the worker held another chunk of the iteration: its trip includes the wait
+    /// behind that one.
     queued: bool,
 }
 
@@ -99,8 +102,6 @@ pub(crate) struct Probe {
     /// Every message sent, in order, timed from `started`.
     sends: Vec<SentMessage>,
     started: Instant,
-    /// Per worker: the chunks sent and not yet answered, oldest first.
-    outstanding: Vec<VecDeque<Sent>>,
     busy: Vec<Duration>,
     /// CPU time of the chunks whose CPU time was measured, and their processing time.
     cpu: Duration,
@@ -135,7 +136,6 @@ impl Probe {
             shared: vec![None; pool],
             sends: Vec::new(),
             started,
-            outstanding: vec![VecDeque::new(); pool],
             busy: vec![Duration::ZERO; pool],
             cpu: Duration::ZERO,
             cpu_busy: Duration::ZERO,
@@ -172,33 +172,34 @@ impl Probe {
         self.sends.len() - 1
     }
 
-    /// A chunk of `bytes` is about to be sent to `worker` (send entry).
-    pub(crate) fn chunk_sent(&mut self, worker: usize, bytes: u64, entry: Instant) {
+    /// A chunk of `bytes` is about to be sent to `worker` (send entry); `queued` when the
+    /// worker still holds another chunk of the iteration. Its trip, for
+    /// [`answered`](Self::answered).
+    pub(crate) fn chunk_sent(
+        &mut self,
+        worker: usize,
+        bytes: u64,
+        entry: Instant,
+        queued: bool,
+    ) -> Trip {
         self.bytes_to += bytes;
         let logged = self.log(entry, bytes);
-        let Some(pending) = self.shared.get_mut(worker).map(Option::take) else {
-            return;
-        };
         // A worker's first chunk: its trip counts from its shared part's send, and the shared
         // part is part of it.
-        let (entry, bytes, first) = match pending {
+        let (entry, bytes, first) = match self.shared.get_mut(worker).and_then(Option::take) {
             Some((since, first)) => (since, self.shared_bytes + bytes, first),
             None => (entry, bytes, logged),
         };
-        let Some(outstanding) = self.outstanding.get_mut(worker) else {
-            return;
-        };
-        let queued = !outstanding.is_empty();
-        outstanding.push_back(Sent {
+        Trip {
             entry,
             bytes,
             out: (first, logged),
             queued,
-        });
+        }
     }
 
-    /// `worker`'s answer was received.
-    pub(crate) fn answered(&mut self, worker: usize, answer: Answer<'_>) {
+    /// `worker`'s answer to the chunk whose trip is `trip` was received.
+    pub(crate) fn answered(&mut self, worker: usize, answer: Answer<'_>, trip: Trip) {
         let Answer {
             bytes,
             at,
@@ -230,13 +231,9 @@ impl Probe {
         if let Some(t) = self.tasks.get_mut(worker) {
             t.merge(tasks);
         }
-        let sent = self
-            .outstanding
-            .get_mut(worker)
-            .and_then(VecDeque::pop_front);
-        if let Some(sent) = sent.filter(|s| !s.queued) {
-            let trip = at
-                .saturating_duration_since(sent.entry)
+        if !trip.queued {
+            let time = at
+                .saturating_duration_since(trip.entry)
                 .saturating_sub(busy);
             // Behind an emulated link the runtime's own time in the trip is measured whole
             // (`unbilled_ns`, the worker's late start in it); elsewhere the worker's late start is
@@ -247,18 +244,11 @@ impl Probe {
                 (None, None) => 0.0,
             };
             self.transfers.push(Transfer {
-                bytes: (sent.bytes + bytes) as f64,
-                ms: ms(trip) - own_ms,
-                out: Some(sent.out),
+                bytes: (trip.bytes + bytes) as f64,
+                ms: ms(time) - own_ms,
+                out: Some(trip.out),
                 back: Some((bytes as f64, ms(busy))),
             });
-        }
-    }
-
-    /// The chunks out at `worker` will not be answered (the worker failed).
-    pub(crate) fn abandoned(&mut self, worker: usize) {
-        if let Some(outstanding) = self.outstanding.get_mut(worker) {
-            outstanding.clear();
         }
     }
 
@@ -283,13 +273,12 @@ impl Probe {
 
     /// The measurements so far, for a checkpoint inside the iteration: `facts` describe the
     /// part done (its tasks answered and its time until now). Bytes count what was answered:
-    /// chunks still out, and shared parts sent ahead of them, belong to tasks not yet done.
-    pub(crate) fn observe_so_far(&self, facts: Facts) -> Observation {
+    /// chunks still out (`out`, the bytes of their [`Trip`]s), and shared parts sent ahead of
+    /// them, belong to tasks not yet done.
+    pub(crate) fn observe_so_far(&self, facts: Facts, out: u64) -> Observation {
         let waiting = self.shared.iter().flatten().count() as u64 * self.shared_bytes;
-        let out: u64 = self.outstanding.iter().flatten().map(|s| s.bytes).sum();
         Probe {
             shared: Vec::new(),
-            outstanding: Vec::new(),
             busy: self.busy.clone(),
             tasks: self.tasks.clone(),
             transfers: self.transfers.clone(),

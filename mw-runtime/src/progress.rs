@@ -118,6 +118,7 @@ impl Progress {
     }
 
     /// `tasks` more results were recovered. Cheap: one clock read unless a redraw is due.
+    #[inline]
     pub(crate) fn tasks_done(&mut self, tasks: usize) {
         if let Some(line) = &mut self.line {
             line.done += tasks;

@@ -3,7 +3,8 @@
 //!
 //! This file holds the engine's state and the loop of a run and of an iteration; the rest is
 //! one concern a module: `start` (the control endpoint, the workers' `Ready`, checkpoints),
-//! `chunks` (the per-chunk path: cut, send, recover), `tune` (the tuner's checkpoints inside an
+//! `chunks` (the per-chunk path: cut, send, recover), `steady` (answers taken without the
+//! general wait while nothing else calls for it), `tune` (the tuner's checkpoints inside an
 //! iteration), `faults` (failed tasks, late chunks, silent and lost workers) and `end` (an
 //! iteration's measurements and metrics, the end of a run, by a signal too).
 
@@ -18,12 +19,12 @@ use crate::app::{Flow, Iteration, Master};
 use crate::codec::Message;
 use crate::config::RunConfig;
 use crate::error::{Error, ErrorKind, Result};
-use crate::measure::{Probe, TaskStats};
+use crate::measure::{Probe, TaskStats, Trip};
 use crate::metrics::RunMetrics;
 use crate::policy::{self, Plan, Policy, PolicyChoice};
 use crate::progress::Progress;
 use crate::trace::{MasterWork, Trace};
-use crate::transport::{FromWorker, MasterLink};
+use crate::transport::{Done, FromWorker, MasterLink};
 use crate::tuning::control::ControlServer;
 use crate::tuning::tunables::TunablesHandle;
 use crate::tuning::{Span, Tuner};
@@ -32,6 +33,7 @@ mod chunks;
 mod end;
 mod faults;
 mod start;
+mod steady;
 mod tune;
 
 use super::checkpoint::{Checkpoint, Saver, Shape};
@@ -193,6 +195,17 @@ struct Engine<'a, M: Master, L> {
     stream_ahead: usize,
 }
 
+/// How an answer came.
+#[derive(Debug, Clone, Copy)]
+struct Arrival {
+    /// When the master had it.
+    at: Instant,
+    /// Its encoded size.
+    bytes: u64,
+    /// The time in its trip the link says it did not charge (an emulated link).
+    unbilled_ns: Option<i64>,
+}
+
 /// A chunk out at a worker.
 struct InFlight {
     chunk: u64,
@@ -200,6 +213,8 @@ struct InFlight {
     first: usize,
     len: usize,
     sent: Instant,
+    /// Its trip as measured, for the iteration's [`Probe`] when it is answered.
+    trip: Trip,
 }
 
 /// The state of one iteration being distributed.
@@ -468,9 +483,14 @@ where
         let predicted = self.tuner.predict(tasks, chosen.len());
         round.tuning += clock::since(predicting);
 
+        // The steady path's answer, kept from one to the next so that its vectors are reused.
+        let mut answer = Done::default();
         while round.done < round.produced as u64 {
             // No new chunk after SIGINT or SIGTERM: the run ends with what it has.
             crate::interrupt::check()?;
+            if self.steady(&mut round, it, &mut answer)? {
+                continue;
+            }
             let waiting = self.trace.mark();
             let (message, at) = self.listen()?;
             let Some((worker, message)) = message else {
@@ -484,27 +504,16 @@ where
                 self.watch(&mut round, at)?;
             }
             match message {
-                FromWorker::Done(done) => {
-                    let unbilled = stamps.unbilled_ns;
-                    let (recovered, now) = self.recover(&mut round, worker, done, unbilled, at)?;
-                    round.done += recovered as u64;
-                    self.progress.tasks_done(recovered);
-                    self.stream(&mut round, it)?;
-                    let unanswered = round.done < round.produced as u64;
-                    if round.next_look.is_some_and(|at| round.done >= at) && unanswered {
-                        self.look(&mut round)?;
-                    }
-                    self.supply(&mut round, worker, now)?;
-                    if !round.settled.is_empty()
-                        && !round.streamed
-                        && now.saturating_duration_since(round.saved_at)
-                            >= self.config.checkpoint_every
-                        && round.done < round.produced as u64
-                    {
-                        round.saved_at = now;
-                        let settled = settled_ranges(&round);
-                        self.save(round.index, settled)?;
-                    }
+                FromWorker::Done(mut done) => {
+                    let arrival = Arrival {
+                        at,
+                        bytes: done.encoded_len() as u64,
+                        unbilled_ns: stamps.unbilled_ns,
+                    };
+                    self.answered(&mut round, it, worker, &mut done, arrival)?;
+                    // Emptied by `recover`, unless the answer settled nothing.
+                    done.results.clear();
+                    self.link.reuse_results(done.results);
                 }
                 FromWorker::Failed(failed) => self.reassign(&mut round, worker, failed)?,
                 FromWorker::Lost { why } => self.lose(&mut round, worker, &why)?,
@@ -538,6 +547,38 @@ where
         self.trace.iteration_ends(it.index, started);
         self.progress.iteration_ends();
         Ok(Some(flow))
+    }
+
+    /// `worker`'s answer `done`, on either path: its results recovered, more tasks asked for,
+    /// the tuner's look when due, the worker supplied and the checkpoint inside the iteration
+    /// saved when due.
+    fn answered(
+        &mut self,
+        round: &mut Round<M>,
+        it: &Iteration,
+        worker: usize,
+        done: &mut Done<M::Result>,
+        arrival: Arrival,
+    ) -> Result<()> {
+        let (recovered, now) = self.recover(round, worker, done, arrival)?;
+        round.done += recovered as u64;
+        self.progress.tasks_done(recovered);
+        self.stream(round, it)?;
+        let unanswered = round.done < round.produced as u64;
+        if round.next_look.is_some_and(|at| round.done >= at) && unanswered {
+            self.look(round)?;
+        }
+        self.supply(round, worker, now)?;
+        if !round.settled.is_empty()
+            && !round.streamed
+            && now.saturating_duration_since(round.saved_at) >= self.config.checkpoint_every
+            && round.done < round.produced as u64
+        {
+            round.saved_at = now;
+            let settled = settled_ranges(round);
+            self.save(round.index, settled)?;
+        }
+        Ok(())
     }
 
     /// Tasks the first iteration of a run measures one at a time before any is planned, so that

@@ -199,6 +199,12 @@ impl Trace {
         }
     }
 
+    /// Whether anything is recorded (`--trace`).
+    #[inline]
+    pub(crate) fn is_on(&self) -> bool {
+        self.recorder.is_some()
+    }
+
     /// Now, if tracing.
     #[inline]
     pub(crate) fn mark(&self) -> Mark {

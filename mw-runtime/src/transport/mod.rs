@@ -106,6 +106,11 @@ impl SentChunk {
         &self.0
     }
 
+    /// Its encoded length: the chunk's bytes on every link.
+    pub(crate) fn len(&self) -> usize {
+        self.0.len()
+    }
+
     /// The chunk's tasks, decoded.
     pub(crate) fn tasks<T: Message>(&self) -> Result<Vec<T>, DecodeError> {
         crate::codec::decode::<Chunk<T>>(&self.0).map(|chunk| chunk.tasks)
@@ -191,6 +196,9 @@ impl<'a, T, R> From<(&'a FromWorker<T, R>, Stamps)> for Heard<'a> {
 
 /// The master's side of a backend.
 pub(crate) trait MasterLink<T, S, R> {
+    /// Whether the link has a steady path of its own ([`answer_into`](Self::answer_into)): the
+    /// engine asks it only then, and spends nothing on it with a link that has none.
+    const STEADY_PATH: bool = false;
     /// Workers started.
     fn pool(&self) -> usize;
     /// `"local"` or `"mpi"`.
@@ -236,6 +244,16 @@ pub(crate) trait MasterLink<T, S, R> {
     fn recv(&mut self) -> Result<(usize, FromWorker<T, R>)>;
     /// Like [`recv`](Self::recv), but gives up after `timeout`: `Ok(None)` when nothing came.
     fn recv_within(&mut self, timeout: Duration) -> Result<Option<(usize, FromWorker<T, R>)>>;
+    /// The engine's steady path: an answer that is there or comes within a few microseconds,
+    /// decoded into `done` (whose vectors it reuses), with its worker and its encoded length
+    /// (what `encoded_len` would count). `Ok(None)` when nothing
+    /// came that soon, or something else did, or the link has news of its own (a worker lost):
+    /// [`recv_within`](Self::recv_within) returns it next. A link without a path of its own
+    /// leaves every message to `recv_within`, and says so in [`STEADY_PATH`](Self::STEADY_PATH).
+    fn answer_into(&mut self, done: &mut Done<R>) -> Result<Option<(usize, usize)>> {
+        let _ = done;
+        Ok(None)
+    }
     /// The master gives up on `worker` (lost, or silent for too long): nothing is sent to it or
     /// waited for from it again, not at shutdown either, and what it may still send is dropped.
     fn forsake(&mut self, worker: usize);
@@ -344,16 +362,27 @@ fn decode_vec_into<T: Message>(
     input: &mut Reader<'_>,
     mut spare: Vec<T>,
 ) -> Result<Vec<T>, DecodeError> {
+    decode_vec_in_place(input, &mut spare)?;
+    Ok(spare)
+}
+
+/// Decodes a `Vec<T>` into `items`, over what they held, when it has room; else into a new
+/// vector.
+fn decode_vec_in_place<T: Message>(
+    input: &mut Reader<'_>,
+    items: &mut Vec<T>,
+) -> Result<(), DecodeError> {
     input.nested("Vec", |input| {
         let len = input.read_len::<T>("Vec")?;
-        if len > spare.capacity() {
-            return T::decode_vec(input, len);
+        if len > items.capacity() {
+            *items = T::decode_vec(input, len)?;
+            return Ok(());
         }
-        spare.clear();
+        items.clear();
         for index in 0..len {
-            spare.push(T::decode(input).map_err(|e| e.at_index(index))?);
+            items.push(T::decode(input).map_err(|e| e.at_index(index))?);
         }
-        Ok(spare)
+        Ok(())
     })
 }
 
@@ -396,36 +425,60 @@ impl<R: Message> Message for Done<R> {
     }
 }
 
+impl<R> Default for Done<R> {
+    fn default() -> Self {
+        Done {
+            chunk: 0,
+            results: Vec::new(),
+            failed: Vec::new(),
+            busy_ns: 0,
+            cpu_ns: None,
+            wait_ns: None,
+            late_ns: None,
+            task_ms: Moments::default(),
+        }
+    }
+}
+
 impl<R: Message> Done<R> {
     /// Decodes an answer whose results go into `spare` when it has room for them: with chunks
     /// of a task or two, the allocation of a results vector per answer is a good share of the
     /// master's work.
     pub(crate) fn decode_into(input: &mut Reader<'_>, spare: Vec<R>) -> Result<Self, DecodeError> {
+        let mut done = Done {
+            results: spare,
+            ..Done::default()
+        };
+        done.decode_in_place(input)?;
+        Ok(done)
+    }
+
+    /// Decodes an answer over this one, its results into the same vector when it has room: the
+    /// master's steady path keeps one answer for all, which is neither built nor moved.
+    pub(crate) fn decode_in_place(&mut self, input: &mut Reader<'_>) -> Result<(), DecodeError> {
         let field = |name| move |e: DecodeError| e.in_field("Done", name);
         let [chunk, busy_ns, cpu_ns, wait_ns, late_ns, count, sum, sum_sq] = read_words(input)
             .map_err(field("chunk, busy_ns, cpu_ns, wait_ns, late_ns, task_ms"))?;
         let (sum, sum_sq) = (f64::from_bits(sum), f64::from_bits(sum_sq));
-        let results = decode_vec_into(input, spare).map_err(field("results"))?;
+        self.chunk = chunk;
+        self.busy_ns = busy_ns;
+        self.cpu_ns = (cpu_ns != u64::MAX).then_some(cpu_ns);
+        self.wait_ns = (wait_ns != u64::MAX).then_some(wait_ns);
+        self.late_ns = (late_ns != u64::MAX).then_some(late_ns);
+        self.task_ms = Moments::from_sums(count, sum, sum_sq);
+        decode_vec_in_place(input, &mut self.results).map_err(field("results"))?;
         // Usually none failed: an empty list is its length alone.
-        let failed = match input
+        self.failed = match input
             .read_len::<(u32, String)>("Vec")
             .map_err(field("failed"))?
         {
+            0 if self.failed.is_empty() => return Ok(()),
             0 => Vec::new(),
             len => input
                 .nested("Vec", |input| <(u32, String)>::decode_vec(input, len))
                 .map_err(field("failed"))?,
         };
-        Ok(Done {
-            chunk,
-            results,
-            failed,
-            busy_ns,
-            cpu_ns: (cpu_ns != u64::MAX).then_some(cpu_ns),
-            wait_ns: (wait_ns != u64::MAX).then_some(wait_ns),
-            late_ns: (late_ns != u64::MAX).then_some(late_ns),
-            task_ms: Moments::from_sums(count, sum, sum_sq),
-        })
+        Ok(())
     }
 }
 

@@ -7,14 +7,13 @@ use std::time::Duration;
 
 use crate::app::{Master, TaskId};
 use crate::clock::{self, Instant};
-use crate::codec::Message;
 use crate::error::{Error, Result};
 use crate::measure::Answer;
 use crate::policy::{self, Ask, ChunkDone};
 use crate::transport::{Chunk, Done, MasterLink, SentChunk, ToWorker};
 
 use super::faults::Open;
-use super::{Engine, InFlight, RUNTIME, Round, entering};
+use super::{Arrival, Engine, InFlight, RUNTIME, Round, entering};
 
 impl<M, L> Engine<'_, M, L>
 where
@@ -96,8 +95,8 @@ where
         worker: usize,
         now: Instant,
     ) -> Result<bool> {
-        let (first, tasks) = if let Some(retry) = self.retry_for(round, worker) {
-            (retry.first, retry.tasks)
+        let (first, tasks, fresh) = if let Some(retry) = self.retry_for(round, worker) {
+            (retry.first, retry.tasks, false)
         } else if !round.uncut.is_empty() {
             let uncut = round.uncut.len();
             let size = if round.probe_left > 0 {
@@ -125,13 +124,18 @@ where
             } else {
                 tasks.extend(round.uncut.drain(..size));
             }
-            (first, tasks)
+            (first, tasks, true)
         } else {
             return Ok(false);
         };
         let len = tasks.len();
         // A copy of a chunk still out elsewhere, or a chunk the engine keeps while it is out.
-        let copy = round.open.get_mut(&first).filter(|open| open.len == len);
+        // Tasks cut now were never sent, so only tasks run again can be out already.
+        let copy = if fresh {
+            None
+        } else {
+            round.open.get_mut(&first).filter(|open| open.len == len)
+        };
         if let Some(open) = copy {
             open.holders += 1;
             let sent = self.send_chunk(round, worker, first, tasks, now)?;
@@ -165,43 +169,48 @@ where
             tasks,
         };
         self.next_chunk_id += 1;
-        let bytes = chunk.encoded_len() as u64;
-        let held = &mut self.held[worker];
+        let held = &self.held[worker];
         round.prefetched += usize::from(!held.is_empty());
         if held.is_empty() {
             // Its silence counts from when it has work.
             self.standing[worker].hear(now, self.listened);
         }
-        held.push_back(InFlight {
-            chunk: chunk.id,
-            iteration: round.index,
-            first,
-            len: chunk.tasks.len(),
-            sent: now,
-        });
+        // Chunks are held in the order sent, so one of this iteration is at the back if any.
+        let queued = held.back().is_some_and(|f| f.iteration == round.index);
         let (id, len, sending) = (chunk.id, chunk.tasks.len(), self.trace.mark());
         let sent = self.link.send_chunk(worker, chunk)?;
         self.trace.chunk_sent(sending, worker, id, len);
         // Its trip counts from `now`, or from when a link that keeps its own time took it: the
         // link charges from there, and cutting the chunk before is the master's time.
         let entry = self.link.handed().unwrap_or(now);
-        round.probe.chunk_sent(worker, bytes, entry);
+        let trip = round
+            .probe
+            .chunk_sent(worker, sent.len() as u64, entry, queued);
+        self.held[worker].push_back(InFlight {
+            chunk: id,
+            iteration: round.index,
+            first,
+            len,
+            sent: now,
+            trip,
+        });
         Ok(sent)
     }
 
-    /// Hands a chunk's results, received at `at`, to `recover`, one call per task; returns how
-    /// many tasks it settled (recovered, or failed for good and skipped), and when it was done.
-    /// The master's time for the answer counts from `at`: its bookkeeping and the `recover`
-    /// calls. An answer to a chunk whose copy was answered first, or of an earlier iteration,
-    /// settles nothing. `unbilled_ns` is the time in its trip the link says it did not charge.
+    /// Hands a chunk's results, come as `arrival` says, to `recover`, one call per task;
+    /// returns how many tasks it settled (recovered, or failed for good and skipped), and when
+    /// it was done. The master's time for the answer counts from its arrival: its bookkeeping
+    /// and the `recover` calls. An answer to a chunk whose copy was answered first, or of an
+    /// earlier iteration, settles nothing. The results are taken out of `done`, which keeps its
+    /// vectors for the next answer.
     pub(super) fn recover(
         &mut self,
         round: &mut Round<M>,
         worker: usize,
-        done: Done<M::Result>,
-        unbilled_ns: Option<i64>,
-        at: Instant,
+        done: &mut Done<M::Result>,
+        arrival: Arrival,
     ) -> Result<(usize, Instant)> {
+        let at = arrival.at;
         let flight = match self.held.get_mut(worker).and_then(VecDeque::pop_front) {
             Some(flight)
                 if flight.chunk == done.chunk
@@ -230,23 +239,26 @@ where
             self.failed_late(flight.iteration, worker, flight.first, &done.failed);
             return Ok((0, at));
         }
-        let answer = Answer {
-            bytes: done.encoded_len() as u64,
-            at,
-            busy,
-            cpu: done.cpu_ns.map(Duration::from_nanos),
-            wait: done.wait_ns.map(Duration::from_nanos),
-            late: done.late_ns.map(Duration::from_nanos),
-            tasks: &done.task_ms,
-            unbilled_ns,
-        };
-        round.probe.answered(worker, answer);
         let recovering_from =
             if self.send_first(round, worker, &flight, done.failed.is_empty(), at)? {
                 clock::now()
             } else {
                 at
             };
+        // Recorded once the next chunk is out: what is sent does not depend on it (whether a
+        // chunk's trip waits behind another is known from the chunks held), so the worker does
+        // not wait for it.
+        let answer = Answer {
+            bytes: arrival.bytes,
+            at,
+            busy,
+            cpu: done.cpu_ns.map(Duration::from_nanos),
+            wait: done.wait_ns.map(Duration::from_nanos),
+            late: done.late_ns.map(Duration::from_nanos),
+            tasks: &done.task_ms,
+            unbilled_ns: arrival.unbilled_ns,
+        };
+        round.probe.answered(worker, answer, flight.trip);
         let open = match round.open.remove(&flight.first) {
             Some(open) if open.len == flight.len => open,
             other => {
@@ -261,7 +273,6 @@ where
         };
         self.standing[worker].answered(done.failed.is_empty());
         let recovering = self.trace.mark();
-        let mut results = done.results;
         let mut failed = done
             .failed
             .iter()
@@ -269,7 +280,7 @@ where
             .peekable();
         let mut offset = 0;
         entering("recover");
-        for result in results.drain(..) {
+        for result in done.results.drain(..) {
             while failed.next_if_eq(&offset).is_some() {
                 offset += 1;
             }
@@ -281,7 +292,6 @@ where
             offset += 1;
         }
         entering(RUNTIME);
-        self.link.reuse_results(results);
         let mut settled = flight.len - done.failed.len();
         if !done.failed.is_empty() {
             settled += self.task_failures(round, worker, flight.first, &open, &done.failed)?;

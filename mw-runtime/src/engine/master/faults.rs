@@ -313,7 +313,6 @@ where
         }
         self.link.forsake(worker);
         self.standing[worker].lost = true;
-        round.probe.abandoned(worker);
         let held: VecDeque<InFlight> = std::mem::take(&mut self.held[worker]);
         eprintln!(
             "warning: worker {worker} is lost ({why}); its {} chunk(s) run elsewhere",

@@ -25,16 +25,27 @@ where
         let remaining = round.remaining(done);
         round.next_look = Some(done + round.look_every).filter(|_| remaining > 0);
         let asked = self.tuner.wants_look(round.probe.worker_tasks()) && {
-            let so_far = round.probe.observe_so_far(Facts {
-                index: round.index,
-                workers: round.workers,
-                factor: round.factor,
-                policy: self.policy_name.clone(),
-                tasks: done as usize,
-                chunks: round.chunk_sizes.len(),
-                time_ms: span.ms,
-                mixed: true,
-            });
+            // The bytes of the iteration's chunks still out: not yet part of what is done.
+            let out = self
+                .held
+                .iter()
+                .flatten()
+                .filter(|f| f.iteration == round.index)
+                .map(|f| f.trip.bytes)
+                .sum();
+            let so_far = round.probe.observe_so_far(
+                Facts {
+                    index: round.index,
+                    workers: round.workers,
+                    factor: round.factor,
+                    policy: self.policy_name.clone(),
+                    tasks: done as usize,
+                    chunks: round.chunk_sizes.len(),
+                    time_ms: span.ms,
+                    mixed: true,
+                },
+                out,
+            );
             let healthy = self.healthy.iter().filter(|&&h| h).count();
             self.tuner.checkpoint(
                 &so_far,

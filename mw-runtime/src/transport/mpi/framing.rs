@@ -87,11 +87,32 @@ pub(super) fn receive(
     from: Option<Rank>,
     mut keep_waiting: impl FnMut(Option<Rank>) -> bool,
 ) -> Result<Option<Incoming>> {
-    let failed = |code| Error::backend(format!("MPI failed a receive (error code {code})"));
+    match receive_head(comms, inbox, from, || keep_waiting(None))? {
+        Some(head) => receive_rest(comms, inbox, head, keep_waiting),
+        None => Ok(None),
+    }
+}
+
+/// A message's first part, in the endpoint's buffer: the whole of a short message, or the
+/// announcement of a long one.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Head {
+    pub(super) rank: Rank,
+    /// With [`FOLLOWS`] set for an announcement.
+    pub(super) tag: Tag,
+    pub(super) len: usize,
+}
+
+/// Waits for the first part of the next message from `from` (any rank when `None`) into
+/// `inbox`, asking `keep_waiting` between tests; `Ok(None)` when it said to stop.
+pub(super) fn receive_head(
+    comms: &Comms,
+    inbox: &mut Vec<u8>,
+    from: Option<Rank>,
+    keep_waiting: impl FnMut() -> bool,
+) -> Result<Option<Head>> {
     let whole = 0..inbox.len();
-    let status = match posted::receive(&comms.inline, from, None, inbox, whole, || {
-        keep_waiting(None)
-    }) {
+    let status = match posted::receive(&comms.inline, from, None, inbox, whole, keep_waiting) {
         Received::Message(status) => status,
         Received::GaveUp => return Ok(None),
         Received::Failed(code) if ulfm::process_failed(code) => {
@@ -102,6 +123,18 @@ pub(super) fn receive(
     };
     let (rank, tag) = (status.source_rank(), status.tag());
     let len = usize::try_from(status.count(u8::equivalent_datatype())).unwrap_or(0);
+    Ok(Some(Head { rank, tag, len }))
+}
+
+/// The message `head` begins: a short one is whole in `inbox` already; the body of a long one
+/// is received on `bulk`, asking `keep_waiting(Some(rank))` between tests.
+pub(super) fn receive_rest(
+    comms: &Comms,
+    inbox: &[u8],
+    head: Head,
+    mut keep_waiting: impl FnMut(Option<Rank>) -> bool,
+) -> Result<Option<Incoming>> {
+    let Head { rank, tag, len } = head;
     if tag & FOLLOWS == 0 {
         return Ok(Some((rank, tag, Body::Inline(len))));
     }
@@ -135,6 +168,10 @@ pub(super) fn receive(
         }
     }
     Ok(Some((rank, tag, Body::Bulk(body))))
+}
+
+fn failed(code: std::os::raw::c_int) -> Error {
+    Error::backend(format!("MPI failed a receive (error code {code})"))
 }
 
 /// Posts `bytes` to `rank`: whole, or their announcement (written into `header`) and their

@@ -9,7 +9,9 @@ use mpi::Tag;
 use mpi::topology::{Communicator, Rank, SimpleCommunicator};
 
 use super::backoff::{Backoff, CHECK_EVERY};
-use super::framing::{Body, Comms, Endpoint, INLINE, Outgoing, post_message, receive};
+use super::framing::{
+    Body, Comms, EAGER, Endpoint, Head, INLINE, Outgoing, post_message, receive_head, receive_rest,
+};
 use super::kill;
 use super::layout::Place;
 use super::lifeline::Lifelines;
@@ -37,6 +39,9 @@ const SPARE_RESULTS: usize = 64;
 const TEST_ALL: usize = 64;
 /// How long a synchronous send holds the master, at most.
 const SETTLE_WAIT: Duration = Duration::from_secs(1);
+/// Tests the steady path makes for an answer before it leaves the wait to the general path:
+/// a few microseconds, about an empty task's round trip on a node.
+const STEADY_TESTS: u32 = 64;
 
 /// What the master knows of workers that are gone.
 struct Gone {
@@ -126,6 +131,9 @@ pub(super) struct MpiMaster<T, S, R> {
     gone: Gone,
     /// The workers beyond the launched ranks, spawned as needed.
     pub(super) spawner: Spawner,
+    /// A message the steady path received but leaves to the general path (anything but a
+    /// short answer): the next one [`next`](Self::next) returns.
+    early: Option<Head>,
 }
 
 impl<T, S, R> MpiMaster<T, S, R> {
@@ -158,6 +166,7 @@ impl<T, S, R> MpiMaster<T, S, R> {
                 lost: false,
             },
             spawner,
+            early: None,
         }
     }
 
@@ -251,7 +260,17 @@ impl<T, S, R> MpiMaster<T, S, R> {
     /// Takes back the buffers of finished sends: the oldest ones, up to the first still in
     /// progress (small sends finish at once; one ahead to a busy worker may wait for it), and
     /// all of them once many are in progress.
+    #[inline]
     fn reap(&mut self) {
+        // Usually so: short sends complete as they are posted, and nothing is spawned.
+        if self.posted.is_empty() && !self.spawner.elastic() {
+            return;
+        }
+        self.reap_posted();
+    }
+
+    /// [`reap`](Self::reap) when there may be something to take back.
+    fn reap_posted(&mut self) {
         // Without slots (decided at the start of the run) there is nothing spawned to look at.
         if self.spawner.elastic() {
             for bytes in self.spawner.reap() {
@@ -294,10 +313,15 @@ impl<T, S, R> MpiMaster<T, S, R> {
         let mut deadline: Option<Instant> = None;
         self.reap();
         loop {
-            if let Some((worker, why)) = self.gone.unreported.pop_front() {
-                return Ok(Some((worker, LOST, Body::Bulk(why.into_bytes()))));
+            // Received before any loss still unreported was seen (the steady path leaves it
+            // when one is): it goes first, as it would have.
+            let early = self.early.take();
+            if early.is_none() {
+                if let Some((worker, why)) = self.gone.unreported.pop_front() {
+                    return Ok(Some((worker, LOST, Body::Bulk(why.into_bytes()))));
+                }
             }
-            if self.spawner.elastic() {
+            if early.is_none() && self.spawner.elastic() {
                 if let Some((worker, tag)) = self.spawner.owed.pop_front() {
                     // A slot is ready, or finished, without a process: nothing to decode.
                     let mut none = Vec::new();
@@ -322,7 +346,7 @@ impl<T, S, R> MpiMaster<T, S, R> {
             let (comms, gone, posted) = (&self.end.comms, &mut self.gone, &mut self.posted);
             let spawner = &mut self.spawner;
             let mut spawned_waiting = false;
-            let keep_waiting = |body_from: Option<Rank>| {
+            let mut keep_waiting = |body_from: Option<Rank>| {
                 backoff.wait();
                 tests = tests.wrapping_add(1);
                 if tests % CHECK_EVERY != 0 && !backoff.sleeping() {
@@ -343,8 +367,16 @@ impl<T, S, R> MpiMaster<T, S, R> {
                     }
                 }
             };
-            let Some((rank, tag, body)) = receive(comms, &mut self.end.inbox, None, keep_waiting)?
-            else {
+            let inbox = &mut self.end.inbox;
+            let head = match early {
+                Some(head) => Some(head),
+                None => receive_head(comms, inbox, None, || keep_waiting(None))?,
+            };
+            let received = match head {
+                Some(head) => receive_rest(comms, inbox, head, keep_waiting)?,
+                None => None,
+            };
+            let Some((rank, tag, body)) = received else {
                 // A failure MPI reported (ULFM) ended the receive: report it now.
                 self.gone
                     .look(&self.end.comms, &mut self.posted, &mut self.spawner);
@@ -373,10 +405,11 @@ impl<T, S, R> MpiMaster<T, S, R> {
                 error: decode(bytes)?,
             },
             DONE => {
-                let mut input = Reader::new(bytes);
-                let spare = std::mem::take(&mut self.spare_results);
-                let done = Done::decode_into(&mut input, spare)?;
-                input.finish(std::any::type_name::<Done<R>>())?;
+                let mut done = Done {
+                    results: std::mem::take(&mut self.spare_results),
+                    ..Done::default()
+                };
+                decode_done(bytes, &mut done)?;
                 FromWorker::Done(done)
             }
             FAILED => FromWorker::Failed(decode(bytes)?),
@@ -409,6 +442,8 @@ impl<T, S, R> MpiMaster<T, S, R> {
 }
 
 impl<T: Message, S: Message, R: Message> MasterLink<T, S, R> for MpiMaster<T, S, R> {
+    const STEADY_PATH: bool = true;
+
     fn pool(&self) -> usize {
         self.gone.gone.len()
     }
@@ -463,8 +498,17 @@ impl<T: Message, S: Message, R: Message> MasterLink<T, S, R> for MpiMaster<T, S,
 
     fn send_chunk(&mut self, worker: usize, chunk: Chunk<T>) -> Result<SentChunk> {
         let sent = self.encode_chunk(chunk);
-        if self.reachable(worker, false)? {
-            self.post(worker, CHUNK, Outgoing::Shared(Arc::clone(sent.bytes())));
+        let bytes = sent.bytes();
+        let launched = self.gone.gone.get(worker) == Some(&false) && !self.spawner.is_slot(worker);
+        if launched && self.protocol == Protocol::Async && bytes.len() <= EAGER {
+            // The usual chunk: copied out as it is posted, so the send shares the kept
+            // encoding only while it is in progress.
+            let comm = &self.end.comms.inline;
+            if let Some(send) = Posted::send_eager(comm, worker as Rank + 1, CHUNK, bytes) {
+                self.posted.push_back(send);
+            }
+        } else if self.reachable(worker, false)? {
+            self.post(worker, CHUNK, Outgoing::Shared(Arc::clone(bytes)));
         }
         Ok(sent)
     }
@@ -496,6 +540,32 @@ impl<T: Message, S: Message, R: Message> MasterLink<T, S, R> for MpiMaster<T, S,
             Some((worker, tag, body)) => Ok(Some((worker, self.read(worker, tag, body)?))),
             None => Ok(None),
         }
+    }
+
+    /// Only a short answer from a worker not given up on, while no loss waits to be reported
+    /// and no worker is spawned: anything else is kept for [`next`](Self::next).
+    fn answer_into(&mut self, done: &mut Done<R>) -> Result<Option<(usize, usize)>> {
+        if self.early.is_some() || !self.gone.unreported.is_empty() || self.spawner.elastic() {
+            return Ok(None);
+        }
+        self.reap();
+        let mut tests = 0;
+        let keep_waiting = || {
+            tests += 1;
+            std::hint::spin_loop();
+            tests < STEADY_TESTS
+        };
+        let inbox = &mut self.end.inbox;
+        let Some(head) = receive_head(&self.end.comms, inbox, None, keep_waiting)? else {
+            return Ok(None);
+        };
+        let worker = (head.rank as usize).wrapping_sub(1);
+        if head.tag != DONE || self.gone.gone.get(worker) != Some(&false) {
+            self.early = Some(head);
+            return Ok(None);
+        }
+        decode_done(&inbox[..head.len], done)?;
+        Ok(Some((worker, head.len)))
     }
 
     /// Under MPI the worker's process is also ended (SIGKILL), by the master on its own node or
@@ -701,6 +771,15 @@ impl<T, S, R> MpiMaster<T, S, R> {
             ),
         }
     }
+}
+
+/// An answer's bytes decoded over `done` ([`Done::decode_in_place`]).
+#[inline]
+fn decode_done<R: Message>(bytes: &[u8], done: &mut Done<R>) -> Result<()> {
+    let mut input = Reader::new(bytes);
+    done.decode_in_place(&mut input)?;
+    input.finish(std::any::type_name::<Done<R>>())?;
+    Ok(())
 }
 
 /// Whether mpirun keeps the job going when a rank dies: Open MPI 4's `--mca

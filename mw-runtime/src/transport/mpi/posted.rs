@@ -16,6 +16,7 @@
 
 use std::ops::Range;
 use std::os::raw::c_int;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use mpi::Tag;
@@ -102,6 +103,47 @@ impl Posted {
         }
     }
 
+    /// Posts all of `bytes`, a short message, to `rank` on `comm` (`MPI_Isend`) and tests it
+    /// once: MPI copies a short message out as it is posted, so usually the send is complete
+    /// and nothing is kept; else the send, sharing `bytes` until it completes. A send MPI
+    /// refuses is complete at once: its peer is gone.
+    ///
+    /// # Panics
+    /// When `bytes` is longer than `i32::MAX` (a short message never is).
+    pub(super) fn send_eager(
+        comm: &SimpleCommunicator,
+        rank: Rank,
+        tag: Tag,
+        bytes: &Arc<Vec<u8>>,
+    ) -> Option<Self> {
+        let count = c_int::try_from(bytes.len()).expect("a short message is shorter than 2 GiB");
+        // SAFETY: a null request until MPI fills it in.
+        let mut request = unsafe { ffi::RSMPI_REQUEST_NULL };
+        // SAFETY: `bytes` points to `count` initialized bytes that stay where they are,
+        // unchanged, until the request completes: the caller's `Arc` holds them until this
+        // function returns, and a send still in progress then holds a clone of it, released
+        // only as `send` says.
+        let code = unsafe {
+            ffi::MPI_Isend(
+                bytes.as_ptr().cast(),
+                count,
+                u8::equivalent_datatype().as_raw(),
+                rank,
+                tag,
+                comm.as_raw(),
+                &mut request,
+            )
+        };
+        if code != 0 || tested(&mut request) {
+            return None;
+        }
+        Some(Posted {
+            request,
+            rank,
+            bytes: Outgoing::Shared(Arc::clone(bytes)),
+        })
+    }
+
     /// The rank the bytes go to.
     pub(super) fn rank(&self) -> Rank {
         self.rank
@@ -109,20 +151,7 @@ impl Posted {
 
     /// Whether the send is complete (the bytes are MPI's no longer).
     pub(super) fn test(&mut self) -> bool {
-        if self.is_complete() {
-            return true;
-        }
-        let mut done: c_int = 0;
-        // SAFETY: `request` is a live request of this process (or null, which MPI_Test accepts);
-        // MPI sets it to null when it completes.
-        let code = unsafe { ffi::MPI_Test(&mut self.request, &mut done, ffi::RSMPI_STATUS_IGNORE) };
-        if code != 0 {
-            // The send failed, so MPI is done with it: forget the request.
-            // SAFETY: reads a constant MPI handle.
-            self.request = unsafe { ffi::RSMPI_REQUEST_NULL };
-            return true;
-        }
-        done != 0
+        self.is_complete() || tested(&mut self.request)
     }
 
     /// Waits until the send is complete (for at most [`DROP_WAIT`]) and hands the bytes back.
@@ -163,6 +192,21 @@ impl Posted {
         // SAFETY: reads a constant MPI handle.
         self.request == unsafe { ffi::RSMPI_REQUEST_NULL }
     }
+}
+
+/// Tests a live send `request` (or a null one): whether it is complete, and then null.
+fn tested(request: &mut ffi::MPI_Request) -> bool {
+    let mut done: c_int = 0;
+    // SAFETY: `request` is a live request of this process (or null, which MPI_Test accepts);
+    // MPI sets it to null when it completes.
+    let code = unsafe { ffi::MPI_Test(request, &mut done, ffi::RSMPI_STATUS_IGNORE) };
+    if code != 0 {
+        // The send failed, so MPI is done with it: forget the request.
+        // SAFETY: reads a constant MPI handle.
+        *request = unsafe { ffi::RSMPI_REQUEST_NULL };
+        return true;
+    }
+    done != 0
 }
 
 impl Drop for Posted {
