@@ -69,33 +69,9 @@ impl Posted {
         range: Range<usize>,
         synchronous: bool,
     ) -> Self {
-        let data = &bytes.bytes()[range];
-        let count = c_int::try_from(data.len()).expect("message parts are shorter than 2 GiB");
-        // SAFETY: a null request until MPI fills it in.
-        let mut request = unsafe { ffi::RSMPI_REQUEST_NULL };
-        let post = if synchronous {
-            ffi::MPI_Issend
-        } else {
-            ffi::MPI_Isend
-        };
-        // SAFETY: `data` points to `count` initialized bytes that stay where they are, unchanged,
-        // until the request completes: `self.bytes` owns them and is only released by `test`
-        // (after completion), `finish`, `drop` (both wait for it first) or never (`abandon`).
-        let code = unsafe {
-            post(
-                data.as_ptr().cast(),
-                count,
-                u8::equivalent_datatype().as_raw(),
-                rank,
-                tag,
-                comm.as_raw(),
-                &mut request,
-            )
-        };
-        if code != 0 {
-            // SAFETY: as above; nothing was posted.
-            request = unsafe { ffi::RSMPI_REQUEST_NULL };
-        }
+        // SAFETY: `self.bytes` owns the bytes and is only released by `test` (after
+        // completion), `finish`, `drop` (both wait for it first) or never (`abandon`).
+        let request = unsafe { post(comm, rank, tag, &bytes.bytes()[range], synchronous) };
         Posted {
             request,
             rank,
@@ -116,25 +92,10 @@ impl Posted {
         tag: Tag,
         bytes: &Arc<Vec<u8>>,
     ) -> Option<Self> {
-        let count = c_int::try_from(bytes.len()).expect("a short message is shorter than 2 GiB");
-        // SAFETY: a null request until MPI fills it in.
-        let mut request = unsafe { ffi::RSMPI_REQUEST_NULL };
-        // SAFETY: `bytes` points to `count` initialized bytes that stay where they are,
-        // unchanged, until the request completes: the caller's `Arc` holds them until this
-        // function returns, and a send still in progress then holds a clone of it, released
-        // only as `send` says.
-        let code = unsafe {
-            ffi::MPI_Isend(
-                bytes.as_ptr().cast(),
-                count,
-                u8::equivalent_datatype().as_raw(),
-                rank,
-                tag,
-                comm.as_raw(),
-                &mut request,
-            )
-        };
-        if code != 0 || tested(&mut request) {
+        // SAFETY: the caller's `Arc` holds the bytes until this function returns, and a send
+        // still in progress then holds a clone of it, released only as `send` says.
+        let mut request = unsafe { post(comm, rank, tag, bytes, false) };
+        if tested(&mut request) {
             return None;
         }
         Some(Posted {
@@ -192,6 +153,50 @@ impl Posted {
         // SAFETY: reads a constant MPI handle.
         self.request == unsafe { ffi::RSMPI_REQUEST_NULL }
     }
+}
+
+/// Posts `data` to `rank` on `comm`, `MPI_Issend` when `synchronous` (complete only once the
+/// receiver has it), else `MPI_Isend`: the request, null when MPI refused the send (its peer is
+/// gone).
+///
+/// # Safety
+/// `data` must stay where it is, unchanged, until the request completes.
+///
+/// # Panics
+/// When `data` is longer than `i32::MAX` bytes (MPI counts in C ints).
+unsafe fn post(
+    comm: &SimpleCommunicator,
+    rank: Rank,
+    tag: Tag,
+    data: &[u8],
+    synchronous: bool,
+) -> ffi::MPI_Request {
+    let count = c_int::try_from(data.len()).expect("message parts are shorter than 2 GiB");
+    // SAFETY: a null request until MPI fills it in.
+    let mut request = unsafe { ffi::RSMPI_REQUEST_NULL };
+    let post = if synchronous {
+        ffi::MPI_Issend
+    } else {
+        ffi::MPI_Isend
+    };
+    // SAFETY: `data` is `count` initialized bytes, kept in place by the caller until the
+    // request completes.
+    let code = unsafe {
+        post(
+            data.as_ptr().cast(),
+            count,
+            u8::equivalent_datatype().as_raw(),
+            rank,
+            tag,
+            comm.as_raw(),
+            &mut request,
+        )
+    };
+    if code != 0 {
+        // SAFETY: reads a constant MPI handle; nothing was posted.
+        request = unsafe { ffi::RSMPI_REQUEST_NULL };
+    }
+    request
 }
 
 /// Tests a live send `request` (or a null one): whether it is complete, and then null.
