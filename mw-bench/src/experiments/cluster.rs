@@ -147,14 +147,14 @@ pub fn able() -> Result<(), BenchError> {
 
 /// A box brought up by `cluster/mw-cluster` under this experiment's names; taken down by them
 /// when dropped.
-struct ClusterBox {
+pub(super) struct ClusterBox {
     script: PathBuf,
     state: PathBuf,
     /// The relay's binary, for a delay on a kernel without `netem`, where it built.
     relay: Option<PathBuf>,
     /// The delay added to each frame, ms, and what added it (`netem` or `relay`).
-    delay_ms: Option<f64>,
-    delay_with: Option<String>,
+    pub(super) delay_ms: Option<f64>,
+    pub(super) delay_with: Option<String>,
 }
 
 impl ClusterBox {
@@ -178,7 +178,11 @@ impl ClusterBox {
     /// [`NODES`] nodes, each cable shaped to `mbit` both ways with `delay_ms` added by `netem`
     /// or the relay; where neither can add it, no delay (what `mw-cluster up --delay` said is
     /// returned beside the box).
-    fn up(mbit: f64, delay_ms: f64, slots: usize) -> Result<(ClusterBox, Option<String>), String> {
+    pub(super) fn up(
+        mbit: f64,
+        delay_ms: f64,
+        slots: usize,
+    ) -> Result<(ClusterBox, Option<String>), String> {
         let script = workspace_manifest()
             .parent()
             .map_or_else(|| PathBuf::from("cluster"), |dir| dir.join("cluster"))
@@ -235,7 +239,7 @@ impl ClusterBox {
 
     /// One run of `exe` with `args` on `n` workers: the master alone on the first node, the
     /// workers split between the others; its metrics read back from `metrics`.
-    fn mpirun(
+    pub(super) fn mpirun(
         &self,
         exe: &Path,
         n: usize,
@@ -328,7 +332,7 @@ fn enter(k: usize) -> Result<(), String> {
 /// The round trip of one byte over kernel TCP from node 2 to node 1 and back, in ms: the
 /// median, 10th and 90th percentiles of [`ROUND_TRIPS`] (Nagle off), measured from threads
 /// of this process moved into the two nodes.
-fn round_trip() -> Result<(f64, f64, f64), String> {
+pub(super) fn round_trip() -> Result<(f64, f64, f64), String> {
     let address = format!("{NET}.2:7077");
     let listen = address.clone();
     let (ready_tx, ready_rx) = std::sync::mpsc::channel();
@@ -781,7 +785,11 @@ fn differences(pairs: &[Pair]) -> String {
 
 /// What the box's link is, in words, for the text: its rate and its delay (and what added it)
 /// or measured round trip.
-fn link_text(delay_ms: Option<f64>, delay_with: Option<&str>, rtt: (f64, f64, f64)) -> String {
+pub(super) fn link_text(
+    delay_ms: Option<f64>,
+    delay_with: Option<&str>,
+    rtt: (f64, f64, f64),
+) -> String {
     let (median, p10, p90) = rtt;
     let measured = format!(
         "measured TCP round trip of one byte between two nodes {median:.3} ms (10–90 %: \
@@ -804,7 +812,7 @@ fn link_text(delay_ms: Option<f64>, delay_with: Option<&str>, rtt: (f64, f64, f6
 }
 
 /// How the box joins its nodes, in words, for the text.
-fn box_text(delay_with: Option<&str>) -> String {
+pub(super) fn box_text(delay_with: Option<&str>) -> String {
     if delay_with == Some("relay") {
         format!(
             "{NODES} network namespaces joined by the box's relay (a switch in user space that \

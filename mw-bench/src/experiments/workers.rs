@@ -27,21 +27,28 @@ use crate::ideal::median;
 use crate::{BenchError, Size};
 
 #[derive(Debug, Clone)]
-struct Plan {
-    counts: Vec<usize>,
-    pool: usize,
-    iterations: usize,
-    tasks: usize,
+pub(super) struct Plan {
+    pub(super) counts: Vec<usize>,
+    pub(super) pool: usize,
+    pub(super) iterations: usize,
+    pub(super) tasks: usize,
     /// The computation of an iteration relative to the paper's (Table 1 at one worker).
     time_scale: f64,
-    loads: Vec<&'static str>,
+    pub(super) loads: Vec<&'static str>,
     /// Runs of every link configuration, for the spread.
-    repeats: usize,
+    pub(super) repeats: usize,
     /// Bodies of the runs of the `nbody` example itself.
     bodies: usize,
 }
 
-fn plan(size: Size) -> Plan {
+/// The N-Body communication shape of the synthetic runs: the bodies sent to every worker each
+/// iteration, and the bytes back per task.
+pub(super) const SHARED_BYTES: usize = 40_000;
+pub(super) const RESULT_BYTES: usize = 320;
+/// The deviation of the synthetic tasks' times.
+pub(super) const STDDEV: f64 = 0.1;
+
+pub(super) fn plan(size: Size) -> Plan {
     match size {
         Size::Full => Plan {
             counts: vec![1, 2, 4, 8, 16, 19],
@@ -100,6 +107,8 @@ pub enum Setting {
     Link,
     /// The `nbody` example itself, computing, behind the emulated link.
     NBody,
+    /// The synthetic program under MPI across the cluster in a box, kernel TCP between nodes.
+    Tcp,
 }
 
 impl Setting {
@@ -107,6 +116,25 @@ impl Setting {
         match self {
             Setting::Link => "here, 100 Mbit/s link (s)",
             Setting::NBody => "here, N-Body itself, 100 Mbit/s link (s)",
+            Setting::Tcp => "here, kernel TCP across the box (s)",
+        }
+    }
+
+    /// Where the runs were made, for the text.
+    pub(super) fn network(self) -> &'static str {
+        match self {
+            Setting::Link => "behind the emulated 100 Mbit/s link",
+            Setting::NBody => "with N-Body itself behind the emulated link",
+            Setting::Tcp => "on kernel TCP across the cluster in a box",
+        }
+    }
+
+    /// The setting in a figure's legend.
+    fn short(self) -> &'static str {
+        match self {
+            Setting::Link => "100 Mbit/s link",
+            Setting::NBody => "N-Body itself, link",
+            Setting::Tcp => "kernel TCP",
         }
     }
 }
@@ -129,29 +157,57 @@ pub struct Row {
 }
 
 /// The synthetic program's mean task time for `plan`: the paper's computation, scaled.
-fn task_ms(plan: &Plan) -> Result<f64, BenchError> {
+pub(super) fn task_ms(plan: &Plan) -> Result<f64, BenchError> {
     Ok(paper_task_ms(&parse_load("variable")?, plan.tasks) * plan.time_scale)
 }
 
-fn parse_load(load: &str) -> Result<LoadPattern, BenchError> {
+pub(super) fn parse_load(load: &str) -> Result<LoadPattern, BenchError> {
     load.parse()
         .map_err(|e| BenchError(format!("error: load `{load}`: {e}")))
 }
 
-fn measure(plan: &Plan, load: &str, run: RunArgs, repeats: usize) -> Result<Row, BenchError> {
-    let mut prog = program(plan.tasks, plan.iterations, task_ms(plan)?, 0.1);
-    prog.shared_bytes = 40_000;
-    prog.result_bytes = 320;
-    let workers = (run.tune == Some(TuneMode::Off)).then_some(run.workers.unwrap_or(1));
+fn measure(
+    plan: &Plan,
+    load: &str,
+    workers: Option<usize>,
+    repeats: usize,
+) -> Result<Row, BenchError> {
+    repeated((load, workers, Setting::Link), repeats, || {
+        emulated(plan, load, workers)
+    })
+}
+
+/// The runtime flags of a run on `workers` fixed, or tuned from one over the pool when `None`.
+pub(super) fn run_args(plan: &Plan, workers: Option<usize>) -> RunArgs {
+    match workers {
+        Some(n) => fixed(n),
+        None => RunArgs {
+            workers: Some(1),
+            max_workers: Some(plan.pool),
+            tune: Some(TuneMode::On),
+            objective: Some(Objective::Time),
+            ..fixed(1)
+        },
+    }
+}
+
+/// One run of the synthetic program behind the emulated link under `load`: `workers` fixed, or
+/// tuned from one when `None`.
+pub(super) fn emulated(
+    plan: &Plan,
+    load: &str,
+    workers: Option<usize>,
+) -> Result<RunMetrics, BenchError> {
+    let mut prog = program(plan.tasks, plan.iterations, task_ms(plan)?, STDDEV);
+    prog.shared_bytes = SHARED_BYTES;
+    prog.result_bytes = RESULT_BYTES;
     let run = RunArgs {
         load: Some(parse_load(load)?),
         link_latency: Some(LINK_LATENCY_MS),
         link_bandwidth: Some(LINK_MBIT),
-        ..run
+        ..run_args(plan, workers)
     };
-    repeated((load, workers, Setting::Link), repeats, || {
-        Ok(synthetic(prog.clone(), run.clone())?.metrics)
-    })
+    Ok(synthetic(prog, run)?.metrics)
 }
 
 /// The row of `repeats` runs of one configuration (load, fixed workers or tuned, setting), each
@@ -161,23 +217,31 @@ fn repeated(
     repeats: usize,
     mut one: impl FnMut() -> Result<RunMetrics, BenchError>,
 ) -> Result<Row, BenchError> {
-    let mut runs_ms = Vec::new();
-    let mut first = None;
-    for _ in 0..repeats.max(1) {
-        let metrics = one()?;
-        runs_ms.push(metrics.total_ms);
-        first.get_or_insert(metrics);
+    let runs = (0..repeats.max(1))
+        .map(|_| one())
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Row::of_runs((load, workers, setting), &runs))
+}
+
+impl Row {
+    /// The row of one configuration's `runs`, in the order run: their total times, and the
+    /// first run's trajectory and computation.
+    pub(super) fn of_runs(
+        (load, workers, setting): (&str, Option<usize>, Setting),
+        runs: &[RunMetrics],
+    ) -> Row {
+        let runs_ms: Vec<f64> = runs.iter().map(|m| m.total_ms).collect();
+        let iterations = runs.first().map_or(&[][..], |m| &m.iterations[..]);
+        Row {
+            load: load.to_owned(),
+            workers,
+            setting,
+            total_ms: median(&runs_ms),
+            runs_ms,
+            trajectory: iterations.iter().map(|i| i.workers).collect(),
+            tc_ms: median(&iterations.iter().map(|i| i.tc_ms).collect::<Vec<_>>()),
+        }
     }
-    let iterations = first.map(|m| m.iterations).unwrap_or_default();
-    Ok(Row {
-        load: load.to_owned(),
-        workers,
-        setting,
-        total_ms: median(&runs_ms),
-        runs_ms,
-        trajectory: iterations.iter().map(|i| i.workers).collect(),
-        tc_ms: median(&iterations.iter().map(|i| i.tc_ms).collect::<Vec<_>>()),
-    })
 }
 
 /// Runs of the `nbody` example itself behind the emulated link: `workers` fixed, or tuned from
@@ -227,7 +291,7 @@ fn measure_nbody(
 }
 
 /// The fastest fixed count's row and the tuned row among `of` (one load and setting).
-fn best_and_tuned<'a>(of: &[&'a Row]) -> (Option<&'a Row>, Option<&'a Row>) {
+pub(super) fn best_and_tuned<'a>(of: &[&'a Row]) -> (Option<&'a Row>, Option<&'a Row>) {
     let best = of
         .iter()
         .copied()
@@ -238,7 +302,7 @@ fn best_and_tuned<'a>(of: &[&'a Row]) -> (Option<&'a Row>, Option<&'a Row>) {
 }
 
 /// The rows of one load and setting.
-fn of<'a>(rows: &'a [Row], load: &str, setting: Setting) -> Vec<&'a Row> {
+pub(super) fn of<'a>(rows: &'a [Row], load: &str, setting: Setting) -> Vec<&'a Row> {
     rows.iter()
         .filter(|r| r.load == load && r.setting == setting)
         .collect()
@@ -310,7 +374,7 @@ pub fn comparison(load: &str, paper: &[f64; 7], rows: &[Row], counts: &[usize]) 
             .map_or("–".into(), |(n, r)| format!("{r:.2} (best: {n})")),
     );
     table.rows.push(line);
-    for setting in [Setting::Link, Setting::NBody] {
+    for setting in [Setting::Link, Setting::Tcp, Setting::NBody] {
         let of = of(rows, load, setting);
         if of.is_empty() {
             continue;
@@ -366,7 +430,7 @@ pub fn lags(load: &LoadPattern, pool: usize, trajectory: &[usize]) -> Vec<(usize
 }
 
 /// `8: 1, 16: 3` — each load change's iteration and the iterations to the answer.
-fn lags_text(lags: &[(usize, Option<usize>)]) -> String {
+pub(super) fn lags_text(lags: &[(usize, Option<usize>)]) -> String {
     lags.iter()
         .map(|(c, lag)| format!("{c}: {}", lag.map_or("–".to_owned(), |l| l.to_string())))
         .collect::<Vec<_>>()
@@ -376,11 +440,16 @@ fn lags_text(lags: &[(usize, Option<usize>)]) -> String {
 /// The paper's findings against ours behind the link: the tuned run within [`RATIO_TARGET`] of
 /// the best fixed count, and each change of the load answered within [`LAG_TARGET`] iterations.
 pub fn verdict(rows: &[Row], loads: &[&str], pool: usize) -> Verdict {
+    verdict_on(rows, loads, pool, Setting::Link)
+}
+
+/// [`verdict`] on the rows of `setting`.
+pub(super) fn verdict_on(rows: &[Row], loads: &[&str], pool: usize, setting: Setting) -> Verdict {
     let mut met = 0;
     let mut checks = 0;
     let mut parts = Vec::new();
     for load in loads {
-        let (Some(best), Some(tuned)) = best_and_tuned(&of(rows, load, Setting::Link)) else {
+        let (Some(best), Some(tuned)) = best_and_tuned(&of(rows, load, setting)) else {
             continue;
         };
         let n = best.workers.unwrap_or(0);
@@ -418,9 +487,10 @@ pub fn verdict(rows: &[Row], loads: &[&str], pool: usize) -> Verdict {
         .collect::<Vec<_>>()
         .join("; ");
     let why = format!(
-        "behind the emulated 100 Mbit/s link with the paper's computation per iteration, {} \
+        "{} with the paper's computation per iteration, {} \
          (targets: tuned ≤ {RATIO_TARGET:.2}× the best fixed count, every load change answered \
          within {LAG_TARGET} iterations; the paper: {paper}).",
+        setting.network(),
         parts.join("; ")
     );
     match (checks > 0 && met == checks, met) {
@@ -495,6 +565,103 @@ The tuned run comes within 5–6 % of the best fixed count (8 workers), reached 
 in advance; Figs. 3 and 5 show the number of workers adapting over 60 iterations, one or two
 iterations after each change of load.";
 
+/// How each tuned run of `rows` under `load` moved `nworkers` (first run), and the iterations
+/// from each change of the load to its answer.
+pub(super) fn tuned_text(rows: &[Row], load: &str, pool: usize) -> Result<String, BenchError> {
+    let mut text = String::new();
+    for tuned in rows
+        .iter()
+        .filter(|r| r.load == load && r.workers.is_none())
+    {
+        let changes = tuned.trajectory.windows(2).filter(|w| w[0] != w[1]).count();
+        let last = tuned.trajectory.last().copied().unwrap_or(0);
+        let most = tuned.trajectory.iter().copied().max().unwrap_or(0);
+        let plural = if changes == 1 { "" } else { "s" };
+        let lags = lags(&parse_load(load)?, pool, &tuned.trajectory);
+        text.push_str(&format!(
+            "Tuned under `{load}` {} (first run): {changes} change{plural} of `nworkers` between \
+             iterations, at most {most}, {last} at the end; load change at iteration: \
+             iterations to the answer, {}.\n\n",
+            tuned.setting.network(),
+            lags_text(&lags)
+        ));
+    }
+    Ok(text)
+}
+
+/// Total time against the number of workers under `load`, a line for each of `settings` and
+/// its tuned run dashed across (the paper's Figs. 2 and 4); the file is `{prefix}-{load}.svg`.
+pub(super) fn time_figure(
+    rows: &[Row],
+    load: &str,
+    counts: &[usize],
+    settings: &[Setting],
+    prefix: &str,
+) -> Figure {
+    let name = load.split(':').next().unwrap_or(load);
+    let point = |r: &Row| r.workers.map(|n| (n as f64, r.total_ms / 1e3));
+    let mut series = Vec::new();
+    for &setting in settings {
+        let of = of(rows, load, setting);
+        series.push(Series::line(
+            format!("fixed, {}", setting.short()),
+            of.iter().copied().filter_map(point).collect(),
+        ));
+        if let Some(t) = of.iter().find(|r| r.workers.is_none()) {
+            let (lo, hi) = (counts[0] as f64, *counts.last().unwrap_or(&1) as f64);
+            series.push(Series::dashed(
+                format!("tuned from 1, {}", setting.short()),
+                vec![(lo, t.total_ms / 1e3), (hi, t.total_ms / 1e3)],
+            ));
+        }
+    }
+    Figure {
+        file: format!("{prefix}-{name}.svg"),
+        caption: format!(
+            "Total time against the number of workers under `--load {load}` (the paper's Figs. \
+             2 and 4); dashed: the tuned run."
+        ),
+        chart: LineChart {
+            title: format!("Run time by number of workers, load {name}"),
+            x_label: "workers".into(),
+            y_label: "total time (s)".into(),
+            series,
+            log_x: true,
+        },
+    }
+}
+
+/// The tuned runs' `nworkers` in each iteration (the paper's Figs. 3 and 5).
+pub(super) fn trajectory_figure(rows: &[Row], file: &str) -> Figure {
+    let trajectories: Vec<Series> = rows
+        .iter()
+        .filter(|r| r.workers.is_none())
+        .map(|r| {
+            Series::line(
+                format!("load {}, {}", r.load, r.setting.short()),
+                r.trajectory
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &n)| (i as f64, n as f64))
+                    .collect(),
+            )
+        })
+        .collect();
+    Figure {
+        file: file.into(),
+        caption: "nworkers chosen by the tuner in each iteration, starting from one worker \
+                  (the paper's Figs. 3 and 5)."
+            .into(),
+        chart: LineChart {
+            title: "Tuned number of workers over the run".into(),
+            x_label: "iteration".into(),
+            y_label: "nworkers".into(),
+            series: trajectories,
+            log_x: false,
+        },
+    }
+}
+
 /// Runs the experiment.
 ///
 /// # Errors
@@ -502,18 +669,11 @@ iterations after each change of load.";
 pub fn run(size: Size) -> Result<Section, BenchError> {
     let plan = plan(size);
     let mut rows = Vec::new();
-    let tuned = RunArgs {
-        workers: Some(1),
-        max_workers: Some(plan.pool),
-        tune: Some(TuneMode::On),
-        objective: Some(Objective::Time),
-        ..fixed(1)
-    };
     for load in &plan.loads {
         for &n in &plan.counts {
-            rows.push(measure(&plan, load, fixed(n), plan.repeats)?);
+            rows.push(measure(&plan, load, Some(n), plan.repeats)?);
         }
-        rows.push(measure(&plan, load, tuned.clone(), plan.repeats)?);
+        rows.push(measure(&plan, load, None, plan.repeats)?);
         for &n in &plan.counts {
             rows.push(measure_nbody(&plan, load, Some(n), plan.repeats)?);
         }
@@ -555,102 +715,16 @@ pub fn run(size: Size) -> Result<Section, BenchError> {
             "**`--load {load}`**:\n\n{}\n",
             comparison(load, &paper, &rows, &plan.counts).markdown()
         ));
-        for tuned in rows
-            .iter()
-            .filter(|r| &r.load == load && r.workers.is_none())
-        {
-            let changes = tuned.trajectory.windows(2).filter(|w| w[0] != w[1]).count();
-            let last = tuned.trajectory.last().copied().unwrap_or(0);
-            let most = tuned.trajectory.iter().copied().max().unwrap_or(0);
-            let plural = if changes == 1 { "" } else { "s" };
-            let setting = match tuned.setting {
-                Setting::Link => "behind the link",
-                Setting::NBody => "with N-Body itself behind the link",
-            };
-            let lags = lags(&parse_load(load)?, plan.pool, &tuned.trajectory);
-            ours.push_str(&format!(
-                "Tuned under `{load}` {setting} (first run): {changes} change{plural} of \
-                 `nworkers` between iterations, at most {most}, {last} at the end; load change \
-                 at iteration: iterations to the answer, {}.\n\n",
-                lags_text(&lags)
-            ));
-        }
-        let name = load.split(':').next().unwrap_or(load);
-        let point = |r: &Row| r.workers.map(|n| (n as f64, r.total_ms / 1e3));
-        let mut series = Vec::new();
-        for setting in [Setting::Link, Setting::NBody] {
-            let name = match setting {
-                Setting::Link => "100 Mbit/s link",
-                Setting::NBody => "N-Body itself, link",
-            };
-            let of = || {
-                rows.iter()
-                    .filter(move |r| &r.load == load && r.setting == setting)
-            };
-            series.push(Series::line(
-                format!("fixed, {name}"),
-                of().filter_map(point).collect(),
-            ));
-            if let Some(t) = of().find(|r| r.workers.is_none()) {
-                let (lo, hi) = (
-                    plan.counts[0] as f64,
-                    *plan.counts.last().unwrap_or(&1) as f64,
-                );
-                series.push(Series::dashed(
-                    format!("tuned from 1, {name}"),
-                    vec![(lo, t.total_ms / 1e3), (hi, t.total_ms / 1e3)],
-                ));
-            }
-        }
-        figures.push(Figure {
-            file: format!("workers-time-{name}.svg"),
-            caption: format!(
-                "Total time against the number of workers under `--load {load}` (the paper's \
-                 Figs. 2 and 4); dashed: the tuned run."
-            ),
-            chart: LineChart {
-                title: format!("Run time by number of workers, load {name}"),
-                x_label: "workers".into(),
-                y_label: "total time (s)".into(),
-                series,
-                log_x: true,
-            },
-        });
+        ours.push_str(&tuned_text(&rows, load, plan.pool)?);
+        figures.push(time_figure(
+            &rows,
+            load,
+            &plan.counts,
+            &[Setting::Link, Setting::NBody],
+            "workers-time",
+        ));
     }
-    let trajectories: Vec<Series> = rows
-        .iter()
-        .filter(|r| r.workers.is_none())
-        .map(|r| {
-            Series::line(
-                format!(
-                    "load {}, {}",
-                    r.load,
-                    match r.setting {
-                        Setting::Link => "link",
-                        Setting::NBody => "N-Body itself, link",
-                    }
-                ),
-                r.trajectory
-                    .iter()
-                    .enumerate()
-                    .map(|(i, &n)| (i as f64, n as f64))
-                    .collect(),
-            )
-        })
-        .collect();
-    figures.push(Figure {
-        file: "workers-trajectory.svg".into(),
-        caption: "nworkers chosen by the tuner in each iteration, starting from one worker \
-                  (the paper's Figs. 3 and 5)."
-            .into(),
-        chart: LineChart {
-            title: "Tuned number of workers over the run".into(),
-            x_label: "iteration".into(),
-            y_label: "nworkers".into(),
-            series: trajectories,
-            log_x: false,
-        },
-    });
+    figures.push(trajectory_figure(&rows, "workers-trajectory.svg"));
     Ok(Section {
         title: "Number of workers".into(),
         verdict: verdict(&rows, &plan.loads, plan.pool),
@@ -665,6 +739,33 @@ pub fn run(size: Size) -> Result<Section, BenchError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_row_takes_the_median_of_its_runs_and_the_first_runs_trajectory() {
+        let run = |total_ms: f64, workers: &[usize]| RunMetrics {
+            total_ms,
+            iterations: workers
+                .iter()
+                .map(|&w| mw_runtime::metrics::IterationMetrics {
+                    workers: w,
+                    tc_ms: 10.0 * w as f64,
+                    ..Default::default()
+                })
+                .collect(),
+            ..Default::default()
+        };
+        let runs = [
+            run(30.0, &[1, 2, 4]),
+            run(10.0, &[1, 1, 1]),
+            run(20.0, &[2, 2, 2]),
+        ];
+        let row = Row::of_runs(("variable", None, Setting::Tcp), &runs);
+        assert_eq!(row.total_ms, 20.0);
+        assert_eq!(row.runs_ms, vec![30.0, 10.0, 20.0]);
+        assert_eq!(row.trajectory, vec![1, 2, 4]);
+        assert_eq!(row.tc_ms, 20.0);
+        assert_eq!(row.setting, Setting::Tcp);
+    }
 
     #[test]
     fn the_papers_tuned_run_is_within_six_percent_of_the_best() {
