@@ -25,6 +25,8 @@
 //! - `shaped` — the emulated link against MPI over TCP shaped with `tc` between network
 //!   namespaces;
 //! - `cluster` — the model validation on kernel TCP across a cluster in a box (`cluster/`),
+//!   beside the emulated link;
+//! - `cluster-workers` — the number of workers (POETRIES) on kernel TCP across the same box,
 //!   beside the emulated link.
 //!
 //! Experiments run in this process through `mw_runtime::run_config` and the synthetic and xfire
@@ -84,6 +86,8 @@ pub enum Command {
     Shaped(Options),
     /// Model validation on kernel TCP across a cluster in a box, beside the emulated link (root)
     Cluster(Options),
+    /// Fixed against tuned number of workers (POETRIES) on kernel TCP across the box (root)
+    ClusterWorkers(Options),
 }
 
 /// Options every subcommand takes.
@@ -162,8 +166,10 @@ pub fn run(cli: &Cli) -> Result<PathBuf, BenchError> {
         Command::Busy(o) => (o, &[Experiment::Busy]),
         Command::Shaped(o) => (o, &[Experiment::Shaped]),
         Command::Cluster(o) => (o, &[Experiment::Cluster]),
+        Command::ClusterWorkers(o) => (o, &[Experiment::ClusterWorkers]),
     };
-    if which.contains(&Experiment::Cluster) && options.size == Size::Full {
+    let in_the_box = [Experiment::Cluster, Experiment::ClusterWorkers];
+    if which.iter().any(|e| in_the_box.contains(e)) && options.size == Size::Full {
         experiments::cluster::able()?;
     }
     let started = Instant::now();
@@ -238,6 +244,7 @@ fn command_line(cli: &Cli) -> String {
         Command::Busy(o) => ("busy", o),
         Command::Shaped(o) => ("shaped", o),
         Command::Cluster(o) => ("cluster", o),
+        Command::ClusterWorkers(o) => ("cluster-workers", o),
     };
     let mut text = format!(
         "cargo run --release -p mw-bench -- {name} -o {}",
@@ -266,10 +273,11 @@ pub enum Experiment {
     Busy,
     Shaped,
     Cluster,
+    ClusterWorkers,
 }
 
 impl Experiment {
-    pub const ALL: [Experiment; 11] = [
+    pub const ALL: [Experiment; 12] = [
         Experiment::Policies,
         Experiment::Workers,
         Experiment::Model,
@@ -281,6 +289,7 @@ impl Experiment {
         Experiment::Busy,
         Experiment::Shaped,
         Experiment::Cluster,
+        Experiment::ClusterWorkers,
     ];
 
     pub fn name(self) -> &'static str {
@@ -296,6 +305,7 @@ impl Experiment {
             Experiment::Busy => "busy",
             Experiment::Shaped => "shaped",
             Experiment::Cluster => "cluster",
+            Experiment::ClusterWorkers => "cluster-workers",
         }
     }
 
@@ -312,6 +322,7 @@ impl Experiment {
             Experiment::Busy => experiments::busy::run(size),
             Experiment::Shaped => experiments::shaped::run(size),
             Experiment::Cluster => experiments::cluster::run(size),
+            Experiment::ClusterWorkers => experiments::cluster_workers::run(size),
         }
     }
 }

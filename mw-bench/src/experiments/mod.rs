@@ -4,6 +4,7 @@ pub mod busy;
 pub mod calibration;
 pub mod children;
 pub mod cluster;
+pub mod cluster_workers;
 pub mod heldout;
 pub mod heterogeneous;
 pub mod model;
