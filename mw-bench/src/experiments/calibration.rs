@@ -114,7 +114,7 @@ pub(crate) fn startups_from_times(
         let (mut cross, mut square) = (0.0, 0.0);
         for o in runs.iter().filter(|o| o.time_ms > 0.0) {
             let (bytes, startups, _) = terms(o, protocol, mo, Some(k));
-            let rest = o.time_ms - o.tc_ms / o.workers.max(1) as f64 - params.lm_ms - k * bytes;
+            let rest = communication(o, params.lm_ms) - k * bytes;
             let weight = 1.0 / (o.time_ms * o.time_ms);
             cross += weight * startups * rest;
             square += weight * startups * startups;
@@ -133,6 +133,13 @@ pub(crate) fn startups_from_times(
         mo_ms: mo,
         ..*params
     }
+}
+
+/// What the model leaves of run `o`'s `Tt` for its messages, `(n+1)·mo + k·bytes`: the time
+/// less the computation over the workers (`Tc/n`) and the master's own time `lm_ms`. Both fits
+/// share it, so that they split the same remainder between `mo` and `k`.
+fn communication(o: &Observed, lm_ms: f64) -> f64 {
+    o.time_ms - o.tc_ms / o.workers.max(1) as f64 - lm_ms
 }
 
 /// Half the median of what `k` leaves of the trips of `runs`, at least 0 (0 without trips).
@@ -170,7 +177,7 @@ pub(crate) fn calibrated(
             .iter()
             .map(|o| {
                 let (bytes, startups, latency_bound) = terms(o, protocol, mo, k);
-                let rest = o.time_ms - o.tc_ms / o.workers.max(1) as f64 - o.lm_ms - startups * mo;
+                let rest = communication(o, o.lm_ms) - startups * mo;
                 (latency_bound, (o.workers, bytes, rest))
             })
             .collect();
