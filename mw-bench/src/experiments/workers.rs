@@ -437,6 +437,26 @@ pub(super) fn lags_text(lags: &[(usize, Option<usize>)]) -> String {
         .join(", ")
 }
 
+/// What the lags of a tuned `trajectory` cannot tell apart, said where it applies: a tuner that
+/// held one count from before the first change of the load to the end has every lag 0 without
+/// following the load at all. Empty otherwise.
+pub(super) fn held_note(lags: &[(usize, Option<usize>)], trajectory: &[usize]) -> String {
+    let Some(&(first, _)) = lags.first() else {
+        return String::new();
+    };
+    let Some(held) = trajectory.get(first.saturating_sub(1)..) else {
+        return String::new();
+    };
+    match held.first() {
+        Some(&n) if held.iter().all(|&m| m == n) => format!(
+            "; it held {n} workers from iteration {} to the end, through every change of the \
+             load, so a lag of 0 here says that it did not move, not that it followed the load",
+            first.saturating_sub(1)
+        ),
+        _ => String::new(),
+    }
+}
+
 /// The paper's findings against ours behind the link: the tuned run within [`RATIO_TARGET`] of
 /// the best fixed count, and each change of the load answered within [`LAG_TARGET`] iterations.
 pub fn verdict(rows: &[Row], loads: &[&str], pool: usize) -> Verdict {
@@ -466,10 +486,11 @@ pub(super) fn verdict_on(rows: &[Row], loads: &[&str], pool: usize, setting: Set
         parts.push(format!(
             "under `{load}` the best fixed count is {n}, the tuned run {ratio:.2}× it, and it \
              answered {} of {} load changes within {LAG_TARGET} iterations (load change: \
-             iterations to the answer, first run: {})",
+             iterations to the answer, first run: {}{})",
             lags.len() - late,
             lags.len(),
-            lags_text(&lags)
+            lags_text(&lags),
+            held_note(&lags, &tuned.trajectory)
         ));
     }
     let best_of = |paper: &[f64; 7]| {
@@ -581,9 +602,10 @@ pub(super) fn tuned_text(rows: &[Row], load: &str, pool: usize) -> Result<String
         text.push_str(&format!(
             "Tuned under `{load}` {} (first run): {changes} change{plural} of `nworkers` between \
              iterations, at most {most}, {last} at the end; load change at iteration: \
-             iterations to the answer, {}.\n\n",
+             iterations to the answer, {}{}.\n\n",
             tuned.setting.network(),
-            lags_text(&lags)
+            lags_text(&lags),
+            held_note(&lags, &tuned.trajectory)
         ));
     }
     Ok(text)
@@ -765,6 +787,17 @@ mod tests {
         assert_eq!(row.trajectory, vec![1, 2, 4]);
         assert_eq!(row.tc_ms, 20.0);
         assert_eq!(row.setting, Setting::Tcp);
+    }
+
+    #[test]
+    fn a_tuner_that_never_moved_is_said_to_have_held_its_count() {
+        let load: LoadPattern = "3:0:75".parse().unwrap();
+        let still = [1, 4, 4, 4, 4, 4];
+        let note = held_note(&lags(&load, 2, &still), &still);
+        assert!(note.contains("held 4 workers from iteration 2"), "{note}");
+        let moved = [1, 4, 4, 3, 3, 3];
+        assert_eq!(held_note(&lags(&load, 2, &moved), &moved), "");
+        assert_eq!(held_note(&[], &still), "");
     }
 
     #[test]
