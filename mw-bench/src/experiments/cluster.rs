@@ -837,30 +837,48 @@ pub(super) fn box_text(delay_with: Option<&str>) -> String {
 /// Not root, a tool missing, the box or a run failed.
 pub fn run(size: Size) -> Result<Section, BenchError> {
     if size != Size::Full {
-        return Ok(Section {
-            title: TITLE.into(),
-            verdict: Verdict::Measured(format!(
-                "not run at size `{}`: it brings up network namespaces as root and runs at \
-                 `full` (`mw-bench cluster -o DIR`).",
-                size.name()
-            )),
-            paper: PAPER.into(),
-            ours: String::new(),
-            figures: Vec::new(),
-            data: json!({ "not_run": size.name() }),
-            seconds: 0.0,
-        });
+        return Ok(not_run(TITLE, PAPER, "cluster", size));
     }
-    able()?;
     let plan = plan();
+    let measured = with_synthetic("mw-bench-cluster-runs", |exe, dir| measure(&plan, exe, dir))?;
+    Ok(section(&measured, &plan))
+}
+
+/// The section of an experiment in the box, `mw-bench {command}`, at a `size` it does not run
+/// at: it brings up namespaces as root, at `full` only.
+pub(super) fn not_run(title: &str, paper: &str, command: &str, size: Size) -> Section {
+    Section {
+        title: title.into(),
+        verdict: Verdict::Measured(format!(
+            "not run at size `{}`: it brings up network namespaces as root and runs at `full` \
+             (`mw-bench {command} -o DIR`).",
+            size.name()
+        )),
+        paper: paper.into(),
+        ours: String::new(),
+        figures: Vec::new(),
+        data: json!({ "not_run": size.name() }),
+        seconds: 0.0,
+    }
+}
+
+/// Where [`able`], `measure(exe, dir)` with the synthetic example built with the `mpi` feature
+/// and a scratch folder named after `scratch`, removed when it returns.
+///
+/// # Errors
+/// Not root, a tool missing, the build failed, or what `measure` returned.
+pub(super) fn with_synthetic<T>(
+    scratch: &str,
+    measure: impl FnOnce(&Path, &Path) -> Result<T, String>,
+) -> Result<T, BenchError> {
+    able()?;
     let exe = synthetic_binary().map_err(BenchError)?;
-    let dir = std::env::temp_dir().join(format!("mw-bench-cluster-runs-{}", std::process::id()));
+    let dir = std::env::temp_dir().join(format!("{scratch}-{}", std::process::id()));
     std::fs::create_dir_all(&dir)
         .map_err(|e| BenchError(format!("error: `{}`: {e}", dir.display())))?;
-    let result = measure(&plan, &exe, &dir);
+    let result = measure(&exe, &dir);
     let _ = std::fs::remove_dir_all(&dir);
-    let measured = result.map_err(|e| BenchError(format!("error: {e}")))?;
-    Ok(section(&measured, &plan))
+    result.map_err(|e| BenchError(format!("error: {e}")))
 }
 
 /// What the experiment measured: both networks' sweeps and the box's link.

@@ -21,13 +21,12 @@ use mw_runtime::RunMetrics;
 use serde_json::json;
 
 use super::cluster::{self, ClusterBox, box_text, link_text, round_trip};
-use super::model_mpi::synthetic_binary;
 use super::workers::{
     self, LAG_TARGET, Plan, RATIO_TARGET, RESULT_BYTES, Row, SHARED_BYTES, STDDEV, Setting,
     comparison, task_ms, time_figure, trajectory_figure, tuned_text, verdict_on,
 };
 use super::{LINK_LATENCY_MS, LINK_MBIT};
-use crate::doc::{Section, Verdict};
+use crate::doc::Section;
 use crate::{BenchError, Size};
 
 const TITLE: &str = "Number of workers on kernel TCP (a cluster in a box)";
@@ -51,33 +50,15 @@ const RUN_LIMIT: Duration = Duration::from_secs(400);
 /// # Errors
 /// Not root, a tool missing, the box or a run failed.
 pub fn run(size: Size) -> Result<Section, BenchError> {
+    if size != Size::Full {
+        return Ok(cluster::not_run(TITLE, PAPER, "cluster-workers", size));
+    }
     let mut plan = workers::plan(Size::Full);
     plan.counts.extend(DENSER);
     plan.counts.sort_unstable();
     plan.counts.dedup();
-    if size != Size::Full {
-        return Ok(Section {
-            title: TITLE.into(),
-            verdict: Verdict::Measured(format!(
-                "not run at size `{}`: it brings up network namespaces as root and runs at \
-                 `full` (`mw-bench cluster-workers -o DIR`).",
-                size.name()
-            )),
-            paper: PAPER.into(),
-            ours: String::new(),
-            figures: Vec::new(),
-            data: json!({ "not_run": size.name() }),
-            seconds: 0.0,
-        });
-    }
-    cluster::able()?;
-    let exe = synthetic_binary().map_err(BenchError)?;
-    let dir = std::env::temp_dir().join(format!("mw-bench-workers-tcp-{}", std::process::id()));
-    std::fs::create_dir_all(&dir)
-        .map_err(|e| BenchError(format!("error: `{}`: {e}", dir.display())))?;
-    let result = measure(&plan, &exe, &dir);
-    let _ = std::fs::remove_dir_all(&dir);
-    let measured = result.map_err(|e| BenchError(format!("error: {e}")))?;
+    let measured =
+        cluster::with_synthetic("mw-bench-workers-tcp", |exe, dir| measure(&plan, exe, dir))?;
     Ok(section(&measured, &plan))
 }
 
