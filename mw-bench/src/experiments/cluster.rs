@@ -297,6 +297,73 @@ impl Drop for ClusterBox {
     }
 }
 
+/// The box's network as an experiment found it.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct BoxLink {
+    /// The delay added, ms, and what added it (`netem` or `relay`); `None` without a delay.
+    pub(super) delay_ms: Option<f64>,
+    pub(super) delay_with: Option<String>,
+    /// What `mw-cluster up --delay` said where it could not add the delay.
+    pub(super) no_delay: Option<String>,
+    /// The round trip between two nodes, ms: median, 10th and 90th percentiles.
+    pub(super) rtt: (f64, f64, f64),
+}
+
+impl BoxLink {
+    /// The box brought up with the papers' network (100 Mbit/s, 0.1 ms) for `slots` ranks a
+    /// node, and its round trip measured.
+    pub(super) fn papers(slots: usize) -> Result<(ClusterBox, BoxLink), String> {
+        let (b, no_delay) = ClusterBox::up(LINK_MBIT, LINK_LATENCY_MS, slots)?;
+        let rtt = round_trip()?;
+        eprintln!("mw-bench: cluster up, round trip {:.3} ms", rtt.0);
+        let link = BoxLink {
+            delay_ms: b.delay_ms,
+            delay_with: b.delay_with.clone(),
+            no_delay,
+            rtt,
+        };
+        Ok((b, link))
+    }
+
+    /// How the box was brought up and what its link is, for a section's opening:
+    /// "`cluster/mw-cluster up 3 --rate 100 --delay 0.1`: 3 network namespaces …; 100 Mbit/s …".
+    pub(super) fn opening(&self) -> String {
+        format!(
+            "`cluster/mw-cluster up {NODES} --rate {LINK_MBIT}{}`: {}; {}",
+            self.delay_ms
+                .map_or(String::new(), |d| format!(" --delay {d}")),
+            box_text(self.delay_with.as_deref()),
+            self.text()
+        )
+    }
+
+    /// The link in words ([`link_text`]).
+    pub(super) fn text(&self) -> String {
+        link_text(self.delay_ms, self.delay_with.as_deref(), self.rtt)
+    }
+
+    /// What `mw-cluster up --delay` said where it could add no delay, as a paragraph; empty
+    /// where it added one.
+    pub(super) fn no_delay_text(&self) -> String {
+        self.no_delay.as_ref().map_or(String::new(), |why| {
+            format!(
+                "\n`mw-cluster up --delay {LINK_LATENCY_MS}` said: {}\n",
+                why.lines().last().unwrap_or(why)
+            )
+        })
+    }
+
+    /// The raw numbers, for results.json.
+    pub(super) fn json(&self) -> serde_json::Value {
+        let (median, p10, p90) = self.rtt;
+        json!({
+            "delay_ms": self.delay_ms,
+            "delay_with": self.delay_with,
+            "round_trip_ms": { "median": median, "p10": p10, "p90": p90 },
+        })
+    }
+}
+
 /// The box's relay (`mw-relay`), built in release.
 fn relay_binary() -> Result<PathBuf, String> {
     let mut build = children::cargo();
@@ -332,7 +399,7 @@ fn enter(k: usize) -> Result<(), String> {
 /// The round trip of one byte over kernel TCP from node 2 to node 1 and back, in ms: the
 /// median, 10th and 90th percentiles of [`ROUND_TRIPS`] (Nagle off), measured from threads
 /// of this process moved into the two nodes.
-pub(super) fn round_trip() -> Result<(f64, f64, f64), String> {
+fn round_trip() -> Result<(f64, f64, f64), String> {
     let address = format!("{NET}.2:7077");
     let listen = address.clone();
     let (ready_tx, ready_rx) = std::sync::mpsc::channel();
@@ -789,11 +856,7 @@ fn differences(pairs: &[Pair]) -> String {
 
 /// What the box's link is, in words, for the text: its rate and its delay (and what added it)
 /// or measured round trip.
-pub(super) fn link_text(
-    delay_ms: Option<f64>,
-    delay_with: Option<&str>,
-    rtt: (f64, f64, f64),
-) -> String {
+fn link_text(delay_ms: Option<f64>, delay_with: Option<&str>, rtt: (f64, f64, f64)) -> String {
     let (median, p10, p90) = rtt;
     let measured = format!(
         "measured TCP round trip of one byte between two nodes {median:.3} ms (10–90 %: \
@@ -816,7 +879,7 @@ pub(super) fn link_text(
 }
 
 /// How the box joins its nodes, in words, for the text.
-pub(super) fn box_text(delay_with: Option<&str>) -> String {
+fn box_text(delay_with: Option<&str>) -> String {
     if delay_with == Some("relay") {
         format!(
             "{NODES} network namespaces joined by the box's relay (a switch in user space that \
@@ -884,13 +947,7 @@ pub(super) fn with_synthetic<T>(
 /// What the experiment measured: both networks' sweeps and the box's link.
 struct Measured {
     pairs: Vec<Pair>,
-    /// The delay added, ms, and what added it (`netem` or `relay`); `None` without a delay.
-    delay_ms: Option<f64>,
-    delay_with: Option<String>,
-    /// What `mw-cluster up --delay` said where it could not add the delay.
-    no_delay: Option<String>,
-    /// The round trip between two nodes, ms: median, 10th and 90th percentiles.
-    rtt: (f64, f64, f64),
+    link: BoxLink,
     /// The highest 1-minute load average while the sweeps ran.
     load_peak: Option<f64>,
 }
@@ -898,9 +955,7 @@ struct Measured {
 /// Brings the box up, measures its round trip and runs the plan's sweeps on both networks; the
 /// box is taken down when this returns, whatever it returns.
 fn measure(plan: &Plan, exe: &Path, dir: &Path) -> Result<Measured, String> {
-    let (b, no_delay) = ClusterBox::up(LINK_MBIT, LINK_LATENCY_MS, plan.max_workers.div_ceil(2))?;
-    let rtt = round_trip()?;
-    eprintln!("mw-bench: cluster up, round trip {:.3} ms", rtt.0);
+    let (b, link) = BoxLink::papers(plan.max_workers.div_ceil(2))?;
     let load = crate::machine::LoadWatch::start();
     let mut pairs = Vec::new();
     for case in &plan.cases {
@@ -924,10 +979,7 @@ fn measure(plan: &Plan, exe: &Path, dir: &Path) -> Result<Measured, String> {
     }
     Ok(Measured {
         pairs,
-        delay_ms: b.delay_ms,
-        delay_with: b.delay_with.clone(),
-        no_delay,
-        rtt,
+        link,
         load_peak: load.finish(),
     })
 }
@@ -935,15 +987,11 @@ fn measure(plan: &Plan, exe: &Path, dir: &Path) -> Result<Measured, String> {
 fn section(measured: &Measured, plan: &Plan) -> Section {
     let Measured {
         pairs,
-        delay_ms,
-        delay_with,
-        no_delay,
-        rtt,
+        link,
         load_peak,
     } = measured;
-    let link = link_text(*delay_ms, delay_with.as_deref(), *rtt);
     let mut ours = format!(
-        "`cluster/mw-cluster up {NODES} --rate {LINK_MBIT}{}`: {}; {link}. The synthetic example (release, `--features mpi`) runs under `mw-cluster run` \
+        "{}. The synthetic example (release, `--features mpi`) runs under `mw-cluster run` \
          (Open MPI's TCP transport only, `mpi_yield_when_idle 1`) with the master's rank alone \
          on the first node and the workers split between the other two, so that every message \
          crosses the master's cable. The same {TASKS} equal sleeping tasks per iteration cut by \
@@ -967,8 +1015,7 @@ fn section(measured: &Measured, plan: &Plan) -> Section {
          processes that share the cores; *Model validation* takes `mo` from the runtime's own \
          fits of its trips instead, which the summary gives beside it with the worst error it \
          leads to.\n\n{}\n",
-        delay_ms.map_or(String::new(), |d| format!(" --delay {d}")),
-        box_text(delay_with.as_deref()),
+        link.opening(),
         plan.stride,
         plan.max_workers,
         VOLUMES
@@ -987,12 +1034,7 @@ fn section(measured: &Measured, plan: &Plan) -> Section {
              machine, and a run's time includes its waits for a core.\n"
         ));
     }
-    if let Some(why) = no_delay {
-        ours.push_str(&format!(
-            "\n`mw-cluster up --delay {LINK_LATENCY_MS}` said: {}\n",
-            why.lines().last().unwrap_or(why)
-        ));
-    }
+    ours.push_str(&link.no_delay_text());
     ours.push_str(&format!("\n{}\n", differences(pairs)));
     for pair in pairs {
         ours.push_str(&format!(
@@ -1003,17 +1045,16 @@ fn section(measured: &Measured, plan: &Plan) -> Section {
     }
     Section {
         title: TITLE.into(),
-        verdict: verdict(pairs, &link),
+        verdict: verdict(pairs, &link.text()),
         paper: PAPER.into(),
         ours,
         figures: pairs.iter().map(figure).collect(),
-        data: json!({
-            "pairs": pairs,
-            "delay_ms": delay_ms,
-            "delay_with": delay_with,
-            "round_trip_ms": { "median": rtt.0, "p10": rtt.1, "p90": rtt.2 },
-            "load_peak": load_peak,
-        }),
+        data: {
+            let mut data = link.json();
+            data["pairs"] = json!(pairs);
+            data["load_peak"] = json!(load_peak);
+            data
+        },
         seconds: 0.0,
     }
 }
@@ -1104,10 +1145,12 @@ mod tests {
                 emulated,
                 from_trips: None,
             }],
-            delay_ms: None,
-            delay_with: None,
-            no_delay: Some("Specified qdisc kind is unknown".into()),
-            rtt: (0.08, 0.07, 0.1),
+            link: BoxLink {
+                delay_ms: None,
+                delay_with: None,
+                no_delay: Some("Specified qdisc kind is unknown".into()),
+                rtt: (0.08, 0.07, 0.1),
+            },
             load_peak: Some(3.5),
         };
         let s = section(&measured, &plan());
@@ -1139,10 +1182,12 @@ mod tests {
                 emulated: sweep_of(&counts, |_| 1.0),
                 from_trips: None,
             }],
-            delay_ms: Some(0.1),
-            delay_with: Some("relay".into()),
-            no_delay: None,
-            rtt: (0.23, 0.21, 0.26),
+            link: BoxLink {
+                delay_ms: Some(0.1),
+                delay_with: Some("relay".into()),
+                no_delay: None,
+                rtt: (0.23, 0.21, 0.26),
+            },
             load_peak: None,
         };
         let s = section(&measured, &plan());

@@ -20,7 +20,7 @@ use std::time::Duration;
 use mw_runtime::RunMetrics;
 use serde_json::json;
 
-use super::cluster::{self, ClusterBox, box_text, link_text, round_trip};
+use super::cluster::{self, BoxLink, ClusterBox};
 use super::workers::{
     self, LAG_TARGET, Plan, RATIO_TARGET, RESULT_BYTES, Row, SHARED_BYTES, STDDEV, Setting,
     comparison, task_ms, time_figure, trajectory_figure, tuned_text, verdict_on,
@@ -65,21 +65,14 @@ pub fn run(size: Size) -> Result<Section, BenchError> {
 /// What the experiment measured.
 struct Measured {
     rows: Vec<Row>,
-    delay_ms: Option<f64>,
-    delay_with: Option<String>,
-    /// What `mw-cluster up --delay` said where it could not add the delay.
-    no_delay: Option<String>,
-    /// The round trip between two nodes, ms: median, 10th and 90th percentiles.
-    rtt: (f64, f64, f64),
+    link: BoxLink,
     load_peak: Option<f64>,
 }
 
 /// Brings the box up and runs every configuration of `plan` on kernel TCP and behind the
 /// emulated link, one after the other, `plan.repeats` times over.
 fn measure(plan: &Plan, exe: &Path, dir: &Path) -> Result<Measured, String> {
-    let (b, no_delay) = ClusterBox::up(LINK_MBIT, LINK_LATENCY_MS, plan.pool.div_ceil(2))?;
-    let rtt = round_trip()?;
-    eprintln!("mw-bench: cluster up, round trip {:.3} ms", rtt.0);
+    let (b, link) = BoxLink::papers(plan.pool.div_ceil(2))?;
     let load_watch = crate::machine::LoadWatch::start();
     let configs: Vec<(&str, Option<usize>)> = plan
         .loads
@@ -109,10 +102,7 @@ fn measure(plan: &Plan, exe: &Path, dir: &Path) -> Result<Measured, String> {
     }
     Ok(Measured {
         rows,
-        delay_ms: b.delay_ms,
-        delay_with: b.delay_with.clone(),
-        no_delay,
-        rtt,
+        link,
         load_peak: load_watch.finish(),
     })
 }
@@ -169,15 +159,11 @@ fn over_tcp(
 fn section(measured: &Measured, plan: &Plan) -> Section {
     let Measured {
         rows,
-        delay_ms,
-        delay_with,
-        no_delay,
-        rtt,
+        link,
         load_peak,
     } = measured;
-    let link = link_text(*delay_ms, delay_with.as_deref(), *rtt);
     let mut ours = format!(
-        "`cluster/mw-cluster up {} --rate {LINK_MBIT}{}`: {}; {link}. The synthetic example \
+        "{}. The synthetic example \
          (release, `--features mpi`) runs under `mw-cluster run` (Open MPI's TCP transport only, \
          `mpi_yield_when_idle 1`), the master's rank alone on the first node and the workers \
          split between the other two, so that every message crosses the master's cable. The \
@@ -191,9 +177,7 @@ fn section(measured: &Measured, plan: &Plan) -> Section {
          seconds, the median of the runs with their range, and the tuned run over the best \
          fixed count run by run. Every rank is a process of this machine's 2 cores, where the \
          paper gave each worker a node.\n\n",
-        cluster::NODES,
-        delay_ms.map_or(String::new(), |d| format!(" --delay {d}")),
-        box_text(delay_with.as_deref()),
+        link.opening(),
         plan.iterations,
         plan.tasks,
         task_ms(plan).unwrap_or(f64::NAN),
@@ -238,26 +222,20 @@ fn section(measured: &Measured, plan: &Plan) -> Section {
              waits for a core.\n"
         ));
     }
-    if let Some(why) = no_delay {
-        ours.push_str(&format!(
-            "\n`mw-cluster up --delay {LINK_LATENCY_MS}` said: {}\n",
-            why.lines().last().unwrap_or(why)
-        ));
-    }
+    ours.push_str(&link.no_delay_text());
     Section {
         title: TITLE.into(),
         verdict: verdict_on(rows, &plan.loads, plan.pool, Setting::Tcp),
         paper: PAPER.into(),
         ours,
         figures,
-        data: json!({
-            "rows": rows,
-            "delay_ms": delay_ms,
-            "delay_with": delay_with,
-            "round_trip_ms": { "median": rtt.0, "p10": rtt.1, "p90": rtt.2 },
-            "load_peak": load_peak,
-            "targets": { "ratio": RATIO_TARGET, "lag_iterations": LAG_TARGET },
-        }),
+        data: {
+            let mut data = link.json();
+            data["rows"] = json!(rows);
+            data["load_peak"] = json!(load_peak);
+            data["targets"] = json!({ "ratio": RATIO_TARGET, "lag_iterations": LAG_TARGET });
+            data
+        },
         seconds: 0.0,
     }
 }
