@@ -37,11 +37,6 @@ workers and under MATE from one worker, under a variable and an increasing exter
 cluster of one worker per node on 100 Mbit/s Ethernet. The section *Number of workers* runs it
 behind this runtime's emulated link; here the same runs cross the kernel's TCP stack.";
 
-/// Fixed counts run beside the paper's 1, 2, 4, 8, 16 and 19, filling the gaps of its grid
-/// above 8: a tuned run that settles between the paper's counts is then measured against fixed
-/// counts near its own, not only against a coarser grid that would flatter it.
-const DENSER: [usize; 3] = [10, 12, 14];
-
 /// The longest a run may take: one worker under `increasing` load takes about 75 s.
 const RUN_LIMIT: Duration = Duration::from_secs(400);
 
@@ -53,10 +48,7 @@ pub fn run(size: Size) -> Result<Section, BenchError> {
     if size != Size::Full {
         return Ok(cluster::not_run(TITLE, PAPER, "cluster-workers", size));
     }
-    let mut plan = workers::plan(Size::Full);
-    plan.counts.extend(DENSER);
-    plan.counts.sort_unstable();
-    plan.counts.dedup();
+    let plan = workers::plan(Size::Full);
     let measured =
         cluster::with_synthetic("mw-bench-workers-tcp", |exe, dir| measure(&plan, exe, dir))?;
     Ok(section(&measured, &plan))
@@ -184,8 +176,9 @@ fn section(measured: &Measured, plan: &Plan) -> Section {
         STDDEV * 100.0,
         SHARED_BYTES,
         RESULT_BYTES,
-        DENSER
+        plan.counts
             .iter()
+            .filter(|n| !workers::PAPER_COUNTS.contains(n))
             .map(|n| n.to_string())
             .collect::<Vec<_>>()
             .join(", "),
