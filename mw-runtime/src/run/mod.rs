@@ -24,6 +24,8 @@ use crate::transport::{WorkerLink, local};
 use std::path::Path;
 use std::sync::Arc;
 
+mod thread;
+
 /// What a finished run leaves: the metrics on the master, nothing on an MPI worker rank.
 #[derive(Debug)]
 #[non_exhaustive]
@@ -386,9 +388,9 @@ where
             backend: "local",
         };
         let (worker, load) = (Arc::clone(&worker), config.load.clone());
-        let spawned = std::thread::Builder::new()
-            .name(format!("mw-worker-{index}"))
-            .spawn(move || serve_emulated(&*worker, &setup, &load, &mut end));
+        let spawned = thread::start(format!("mw-worker-{index}"), move || {
+            serve_emulated(&*worker, &setup, &load, &mut end)
+        });
         match spawned {
             Ok(thread) => threads.push(thread),
             Err(e) => {
