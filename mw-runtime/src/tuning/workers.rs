@@ -34,9 +34,12 @@ pub(crate) struct Point {
 
 /// Evaluates `Tt(n)` and `Pi(n) = n·Tt(n)²/Tc` over the range with the model variant that fits
 /// the application (the broadcast one when the shared part dominates what is sent), `Tt`
-/// calibrated by what the model left unexplained in recent iterations, never past the MCMC; and
-/// proposes the `n` of lowest `Pi` (objective `index`) or of lowest `Tt` (`time`), the fewer
-/// workers among equals. More workers are proposed only once the load is balanced: the measured
+/// calibrated by what the model left unexplained in recent iterations; and proposes the `n` of
+/// lowest `Pi` (objective `index`), never past the MCMC, or of lowest `Tt` (`time`), the fewer
+/// workers among equals. The MCMC bounds `index` only: past it workers wait for the master,
+/// which costs resources, but `Tt` already charges the master's sends one after another (all
+/// the bytes through its link, a start-up per message), so a count past the MCMC that `Tt` says
+/// is faster is faster. More workers are proposed only once the load is balanced: the measured
 /// imbalance of the distribution phase within its bound for the current `n`, plus one task of
 /// tail and [`BALANCE_SLACK`]. Fewer workers can always be proposed (they balance more easily).
 /// Where the machine is known, more workers than its cores can keep computing (its
@@ -64,9 +67,13 @@ pub(crate) fn propose(view: &TunerView<'_>) -> Option<Proposal> {
         (cores.max(current), floor)
     });
     // The MCMC too comes from trips that other programs' load lengthens.
+    let capability = match objective {
+        Objective::Index => mcmc.unwrap_or(usize::MAX),
+        Objective::Time => usize::MAX,
+    };
     let hi = (*range.end())
         .min(tasks)
-        .min(mcmc.unwrap_or(usize::MAX))
+        .min(capability)
         .min(cores)
         .max(floor)
         .max(1);
