@@ -426,14 +426,20 @@ pub fn comparison(load: &str, paper: &[f64; 7], rows: &[Row], counts: &[usize]) 
     table
 }
 
+/// The iterations of a run of `iterations` where the load of some worker of a pool of `pool`
+/// differs from the iteration before.
+fn load_changes(load: &LoadPattern, pool: usize, iterations: usize) -> Vec<usize> {
+    let loads = |i: usize| (0..pool).map(|w| load.percent(w, i)).collect::<Vec<_>>();
+    (1..iterations)
+        .filter(|&i| loads(i) != loads(i - 1))
+        .collect()
+}
+
 /// The load changes of `load` over `iterations` (a pool of `pool` workers) and, for each, the
 /// iterations the tuned `trajectory` took to reach its answer: the count it holds at the end of
 /// the load's phase, held from that iteration on. `None` where the trajectory is too short.
 pub fn lags(load: &LoadPattern, pool: usize, trajectory: &[usize]) -> Vec<(usize, Option<usize>)> {
-    let loads = |i: usize| (0..pool).map(|w| load.percent(w, i)).collect::<Vec<_>>();
-    let changes: Vec<usize> = (1..trajectory.len())
-        .filter(|&i| loads(i) != loads(i - 1))
-        .collect();
+    let changes = load_changes(load, pool, trajectory.len());
     changes
         .iter()
         .enumerate()
@@ -509,8 +515,7 @@ pub fn phases(load: &LoadPattern, pool: usize, of: &[&Row]) -> Vec<Phase> {
         return Vec::new();
     };
     let len = tuned.iterations_ms.len();
-    let loads = |i: usize| (0..pool).map(|w| load.percent(w, i)).collect::<Vec<_>>();
-    let changes: Vec<usize> = (1..len).filter(|&i| loads(i) != loads(i - 1)).collect();
+    let changes = load_changes(load, pool, len);
     let time = |row: &Row, from: usize, to: usize| -> Option<f64> {
         Some(row.iterations_ms.get(from..to)?.iter().sum())
     };
@@ -573,13 +578,14 @@ pub(super) fn verdict_on(rows: &[Row], loads: &[&str], pool: usize, setting: Set
     let mut checks = 0;
     let mut parts = Vec::new();
     for load in loads {
-        let (Some(best), Some(tuned)) = best_and_tuned(&of(rows, load, setting)) else {
+        let these = of(rows, load, setting);
+        let (Some(best), Some(tuned)) = best_and_tuned(&these) else {
             continue;
         };
         let n = best.workers.unwrap_or(0);
         let ratio = paired_ratios(best, tuned).map_or(f64::NAN, |r| r.0);
         let phases = parse_load(load)
-            .map(|p| phases(&p, pool, &of(rows, load, setting)))
+            .map(|p| phases(&p, pool, &these))
             .unwrap_or_default();
         let late = phases
             .iter()
