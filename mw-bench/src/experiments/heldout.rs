@@ -32,7 +32,7 @@ pub struct Set {
 }
 
 /// The sets, oldest first; the last is the one held out from every change so far.
-pub const SETS: [Set; 2] = [
+pub const SETS: [Set; 3] = [
     Set {
         name: "first set",
         before: "the rules were last revised on the papers' experiments",
@@ -42,6 +42,12 @@ pub const SETS: [Set; 2] = [
         name: "second set",
         before: "the next change to the rules, found through the first set's worst workload",
         workloads: &SECOND,
+    },
+    Set {
+        name: "third set",
+        before: "the change the POETRIES replica's loaded phases led to (self-scheduling tails on \
+                 unevenly loaded workers)",
+        workloads: &THIRD,
     },
 ];
 
@@ -201,6 +207,78 @@ const SECOND: [Workload; 6] = [
         shared_bytes: 0,
         load: "8:*:40",
         policy: PolicyName::Tss,
+    },
+];
+
+/// The third set, written down before the change the POETRIES replica's loaded phases led to:
+/// workers of different speeds, where the last chunks decide the iteration. Fixed like the
+/// others.
+const THIRD: [Workload; 6] = [
+    Workload {
+        name: "two loaded workers, broadcast",
+        tasks: 90,
+        mean_ms: 2.5,
+        stddev: 0.1,
+        task_bytes: 16,
+        result_bytes: 200,
+        shared_bytes: 30_000,
+        load: "0:0-1:75",
+        policy: PolicyName::Daf,
+    },
+    Workload {
+        name: "equal tasks, no load",
+        tasks: 96,
+        mean_ms: 1.5,
+        stddev: 0.0,
+        task_bytes: 400,
+        result_bytes: 400,
+        shared_bytes: 0,
+        load: "none",
+        policy: PolicyName::Factoring,
+    },
+    Workload {
+        name: "load moving between workers",
+        tasks: 100,
+        mean_ms: 1.5,
+        stddev: 0.3,
+        task_bytes: 64,
+        result_bytes: 64,
+        shared_bytes: 0,
+        load: "0:0-3:70,14:0-3:0,14:4-7:70",
+        policy: PolicyName::Gss,
+    },
+    Workload {
+        name: "long tasks, variable load",
+        tasks: 40,
+        mean_ms: 5.0,
+        stddev: 0.2,
+        task_bytes: 32,
+        result_bytes: 4_000,
+        shared_bytes: 0,
+        load: "variable:8",
+        policy: PolicyName::Daf,
+    },
+    Workload {
+        name: "weighted chunks, a third loaded",
+        tasks: 120,
+        mean_ms: 1.2,
+        stddev: 0.4,
+        task_bytes: 100,
+        result_bytes: 100,
+        shared_bytes: 0,
+        load: "5:0-5:60",
+        policy: PolicyName::Wf,
+    },
+    Workload {
+        name: "broadcast and spread tasks, increasing load",
+        tasks: 70,
+        mean_ms: 3.0,
+        stddev: 0.6,
+        task_bytes: 16,
+        result_bytes: 64,
+        shared_bytes: 15_000,
+        load: "increasing:6:60",
+        policy: PolicyName::AwfB,
     },
 ];
 
@@ -529,7 +607,7 @@ mod tests {
     fn the_verdict_follows_the_median_and_the_worst() {
         let good = outcome(&[(1, 100.0)], 101.0);
         let bad = outcome(&[(1, 100.0)], 130.0);
-        let [first, second] = SETS;
+        let [first, second, _] = SETS;
         let judged = |older: Vec<Outcome>, newest: Vec<Outcome>| {
             verdict(&[(first, older), (second, newest)])
         };
