@@ -215,14 +215,14 @@ const SECOND: [Workload; 6] = [
 /// others.
 const THIRD: [Workload; 6] = [
     Workload {
-        name: "two loaded workers, broadcast",
+        name: "one loaded worker, broadcast",
         tasks: 90,
         mean_ms: 2.5,
         stddev: 0.1,
         task_bytes: 16,
         result_bytes: 200,
         shared_bytes: 30_000,
-        load: "0:0-1:75",
+        load: "0:0:75",
         policy: PolicyName::Daf,
     },
     Workload {
@@ -237,14 +237,14 @@ const THIRD: [Workload; 6] = [
         policy: PolicyName::Factoring,
     },
     Workload {
-        name: "load moving between workers",
+        name: "load coming worker by worker",
         tasks: 100,
         mean_ms: 1.5,
         stddev: 0.3,
         task_bytes: 64,
         result_bytes: 64,
         shared_bytes: 0,
-        load: "0:0-3:70,14:0-3:0,14:4-7:70",
+        load: "increasing:10:70",
         policy: PolicyName::Gss,
     },
     Workload {
@@ -259,14 +259,14 @@ const THIRD: [Workload; 6] = [
         policy: PolicyName::Daf,
     },
     Workload {
-        name: "weighted chunks, a third loaded",
+        name: "weighted chunks, variable load",
         tasks: 120,
         mean_ms: 1.2,
         stddev: 0.4,
         task_bytes: 100,
         result_bytes: 100,
         shared_bytes: 0,
-        load: "5:0-5:60",
+        load: "variable:5:60",
         policy: PolicyName::Wf,
     },
     Workload {
