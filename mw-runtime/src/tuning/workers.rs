@@ -252,7 +252,9 @@ pub(crate) struct WorkersEvaluation {
 /// explains for a worker's mean). At a checkpoint inside an iteration, the workers the load just
 /// reached may not have finished a task under it, and a speed from a task or two is luck: on
 /// 24 tasks over 15 workers under a variable load, speeds from a checkpoint made 7 workers
-/// look faster than 15, where they were slower under either load. With even speeds the tail is the chunking's alone, which
+/// look faster than 15, where they were slower under either load. Nor while other programs
+/// share the cores ([`Machine::others_loaded`]): a worker's speed is then the scheduler's
+/// share of the moment and does not persist. With even speeds the tail is the chunking's alone, which
 /// both simulations share, and simulating every count at every look would cost for nothing.
 /// Nor for a policy a program registered, which the tunlet cannot rebuild.
 struct Tail<'v, 'a> {
@@ -273,6 +275,11 @@ impl<'v, 'a> Tail<'v, 'a> {
         // under it; and a worker's speed from one or two tasks says little of the next.
         let share = tasks as f64 / view.nworkers().max(1) as f64;
         if view.inside_iteration() || share < MIN_TASKS_PER_WORKER {
+            return None;
+        }
+        // Where other programs share the cores, a worker's speed is the scheduler's share of
+        // the moment, not the worker's: it does not persist for the simulation to use.
+        if view.machine().is_some_and(|m| m.others_loaded()) {
             return None;
         }
         let speeds = view.simulated_workers(view.nworkers().min(tasks).max(1));
