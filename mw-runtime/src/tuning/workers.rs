@@ -262,6 +262,9 @@ struct Tail<'v, 'a> {
     tasks: usize,
     policy: crate::policy::PolicyName,
     seed: u64,
+    /// The speeds of the workers taking part now: one left out earlier was measured under
+    /// another load.
+    known: Vec<SimWorker>,
     /// The tails simulated so far, by count: each is asked for more than once.
     simulated: RefCell<HashMap<usize, f64>>,
 }
@@ -290,11 +293,16 @@ impl<'v, 'a> Tail<'v, 'a> {
         let wander = 3.0 * view.task_sd_ms() / share.max(1.0).sqrt();
         let uneven =
             fastest > 0.0 && slowest >= UNEVEN_SPEEDS * fastest && slowest - fastest > wander;
-        uneven.then(|| Tail {
+        if !uneven {
+            return None;
+        }
+        let active = view.nworkers().min(view.measured_workers()).max(1);
+        Some(Tail {
             view,
             tasks,
             policy: *policy,
             seed: view.iteration() as u64,
+            known: view.simulated_workers(active),
             simulated: RefCell::default(),
         })
     }
@@ -305,34 +313,25 @@ impl<'v, 'a> Tail<'v, 'a> {
         if let Some(&tail) = self.simulated.borrow().get(&n) {
             return tail;
         }
-        let tail = self.simulate(n);
+        let known = &self.known;
+        let tail = if n <= known.len() {
+            self.of_speeds(&known[..n.max(1)], TAIL_REPS)
+        } else {
+            let mut draw = SplitMix64::new(self.seed ^ n as u64);
+            let total: f64 = (0..TAIL_DRAWS)
+                .map(|_| {
+                    let mut speeds = known.clone();
+                    speeds.extend(
+                        (known.len()..n)
+                            .map(|_| known[(draw.next_u64() % known.len() as u64) as usize]),
+                    );
+                    self.of_speeds(&speeds, 1)
+                })
+                .sum();
+            total / TAIL_DRAWS as f64
+        };
         self.simulated.borrow_mut().insert(n, tail);
         tail
-    }
-
-    fn simulate(&self, n: usize) -> f64 {
-        // The workers taking part now: one left out earlier was measured under another load.
-        let active = self
-            .view
-            .nworkers()
-            .min(self.view.measured_workers())
-            .max(1);
-        let known = self.view.simulated_workers(active);
-        if n <= known.len() {
-            return self.of_speeds(&known[..n.max(1)], TAIL_REPS);
-        }
-        let mut draw = SplitMix64::new(self.seed ^ n as u64);
-        let total: f64 = (0..TAIL_DRAWS)
-            .map(|_| {
-                let mut speeds = known.clone();
-                speeds.extend(
-                    (known.len()..n)
-                        .map(|_| known[(draw.next_u64() % known.len() as u64) as usize]),
-                );
-                self.of_speeds(&speeds, 1)
-            })
-            .sum();
-        total / TAIL_DRAWS as f64
     }
 
     /// The tail on these speeds: the simulated iteration on them less that on one speed of the
