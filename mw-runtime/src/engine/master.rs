@@ -583,19 +583,24 @@ where
 
     /// Tasks the first iteration of a run measures one at a time before any is planned, so that
     /// the tuner can size the pool within the first tenth of the tasks: when it may grow the
-    /// pool, nothing has been measured yet, and the tasks are many enough for the probe to be a
-    /// small part of them.
+    /// pool and nothing has been measured yet. A tenth of the tasks, at least two per worker
+    /// taking part and [`PROBE_LEAST`], at most [`PROBE_TASKS`] (or two per worker); none where
+    /// that would be more than a quarter of them. Without the probe the policy plans at once for
+    /// the workers there are: from one worker, a chunk of half the tasks or more, which the
+    /// workers the tuner adds at its first look cannot share.
     fn probe_tasks(&self, it: &Iteration, tasks: usize) -> usize {
         let tuning = &self.config.tuning;
         let (_, hi) = tuning.range(self.link.pool());
-        let probe = PROBE_TASKS.max(2 * it.workers);
         let cold = self.stats.pooled().count() == 0;
-        if tuning.mode.tunes_workers() && it.workers < hi && cold && tasks >= LOOKS as usize * probe
-        {
-            probe
-        } else {
-            0
+        if !(tuning.mode.tunes_workers() && it.workers < hi && cold) {
+            return 0;
         }
+        let least = PROBE_LEAST.max(2 * it.workers);
+        let most = PROBE_TASKS.max(2 * it.workers);
+        if tasks < PROBE_SHARE * least {
+            return 0;
+        }
+        (tasks / LOOKS as usize).clamp(least, most)
     }
 
     /// Tops `uncut` up to the stream's window from [`Master::more_tasks`]; whether it added any.
@@ -742,9 +747,14 @@ fn settled_ranges<M: Master>(round: &Round<M>) -> Vec<(u64, u64)> {
 const LOOKS: u64 = 10;
 /// Tasks of a stream kept ready per worker of the pool, unless the master says otherwise.
 const STREAM_AHEAD: usize = 64;
-/// Tasks measured one at a time at the start of a run before the pool is sized (at least two
-/// per worker taking part).
+/// Tasks measured one at a time at the start of a run before the pool is sized, at most (or
+/// two per worker taking part).
 const PROBE_TASKS: usize = 8;
+/// Tasks the probe measures, at least: fewer tell the tuner too little of their deviation.
+const PROBE_LEAST: usize = 4;
+/// The probe is at most this fraction of the tasks (its inverse): its chunks of one task cost
+/// a trip each.
+const PROBE_SHARE: usize = 4;
 
 fn describe<T, R>(message: &FromWorker<T, R>) -> &'static str {
     match message {
