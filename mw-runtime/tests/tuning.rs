@@ -23,6 +23,20 @@ struct Sleepy {
     recovered: usize,
 }
 
+impl Sleepy {
+    fn new(iterations: usize, tasks: usize, task_us: u32, serial_us: u64) -> Self {
+        Sleepy {
+            iterations,
+            tasks,
+            task_us,
+            serial_us,
+            until_workers: None,
+            seen_at_target: 0,
+            recovered: 0,
+        }
+    }
+}
+
 impl Master for Sleepy {
     type Task = u32;
     type Result = u32;
@@ -71,10 +85,10 @@ fn run(config: &RunConfig, master: Sleepy) -> RunMetrics {
     report.into_metrics().unwrap()
 }
 
-/// A short first iteration from one worker (40 tasks: fewer than ten for each of the
-/// probe's usual 8): the first tasks go out one at a time all the same, so that the workers the tuner
-/// adds at its first look share the rest, instead of a first chunk of half of them or more
-/// that one worker runs alone.
+/// A short first iteration from one worker (40 tasks: fewer than ten for each of the probe's
+/// usual 8): the first tasks go out one at a time all the same, so that the workers the tuner
+/// adds at its first look share the rest, instead of a first chunk of half of them or more that
+/// one worker runs alone.
 #[test]
 fn a_short_first_iteration_is_sized_within_itself() {
     let config = RunConfig {
@@ -88,15 +102,7 @@ fn a_short_first_iteration_is_sized_within_itself() {
         },
         ..RunConfig::default()
     };
-    let master = Sleepy {
-        iterations: 2,
-        tasks: 40,
-        task_us: 2000,
-        serial_us: 0,
-        until_workers: None,
-        seen_at_target: 0,
-        recovered: 0,
-    };
+    let master = Sleepy::new(2, 40, 2000, 0);
     let metrics = run(&config, master);
     let first = metrics
         .decisions
@@ -126,15 +132,7 @@ fn a_run_starting_at_one_worker_grows_to_several() {
         ..RunConfig::default()
     };
     assert_eq!(config.tuning.mode, TuneMode::On, "tuning is on by default");
-    let master = Sleepy {
-        iterations: 14,
-        tasks: 32,
-        task_us: 2000,
-        serial_us: 4000,
-        until_workers: None,
-        seen_at_target: 0,
-        recovered: 0,
-    };
+    let master = Sleepy::new(14, 32, 2000, 4000);
     let metrics = run(&config, master);
     // No objective configured: on threads, time per resource.
     assert_eq!(
@@ -187,15 +185,7 @@ fn tune_off_keeps_the_settings() {
         tuning: TuningConfig::off(),
         ..RunConfig::default()
     };
-    let master = Sleepy {
-        iterations: 6,
-        tasks: 16,
-        task_us: 500,
-        serial_us: 0,
-        until_workers: None,
-        seen_at_target: 0,
-        recovered: 0,
-    };
+    let master = Sleepy::new(6, 16, 500, 0);
     let metrics = run(&config, master);
     assert!(metrics.decisions.is_empty());
     assert!(metrics.iterations.iter().all(|i| i.workers == 1));
@@ -271,13 +261,8 @@ fn nworkers_set_from_outside_takes_effect_and_is_logged() {
         })
     };
     let master = Sleepy {
-        iterations: 2000,
-        tasks: 6,
-        task_us: 1000,
-        serial_us: 0,
         until_workers: Some(3),
-        seen_at_target: 0,
-        recovered: 0,
+        ..Sleepy::new(2000, 6, 1000, 0)
     };
     let metrics = run(&config, master);
     let lines = client.join().unwrap();
@@ -319,15 +304,7 @@ fn a_busy_control_address_is_a_clear_error() {
         control: Some(taken),
         ..RunConfig::default()
     };
-    let master = Sleepy {
-        iterations: 1,
-        tasks: 1,
-        task_us: 0,
-        serial_us: 0,
-        until_workers: None,
-        seen_at_target: 0,
-        recovered: 0,
-    };
+    let master = Sleepy::new(1, 1, 0, 0);
     let err = mw_runtime::run_config(&config, || master, Napper::default).unwrap_err();
     let text = err.to_string();
     assert!(

@@ -752,8 +752,7 @@ const STREAM_AHEAD: usize = 64;
 const PROBE_TASKS: usize = 8;
 /// Tasks the probe measures, at least: fewer tell the tuner too little of their deviation.
 const PROBE_LEAST: usize = 4;
-/// The probe is at most this fraction of the tasks (its inverse): its chunks of one task cost
-/// a trip each.
+/// The probe is at most one task in this many: its chunks of one task cost a trip each.
 const PROBE_SHARE: usize = 4;
 
 fn describe<T, R>(message: &FromWorker<T, R>) -> &'static str {

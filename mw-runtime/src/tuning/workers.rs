@@ -254,8 +254,9 @@ pub(crate) struct WorkersEvaluation {
 /// 24 tasks over 15 workers under a variable load, speeds from a checkpoint made 7 workers
 /// look faster than 15, where they were slower under either load. Nor while other programs
 /// share the cores ([`Machine::others_loaded`]): a worker's speed is then the scheduler's
-/// share of the moment and does not persist. With even speeds the tail is the chunking's alone, which
-/// both simulations share, and simulating every count at every look would cost for nothing.
+/// share of the moment and does not persist. With even speeds the tail is the chunking's alone,
+/// which both simulations share, and simulating every count at every look would cost for
+/// nothing.
 /// Nor for a policy a program registered, which the tunlet cannot rebuild.
 struct Tail<'v, 'a> {
     view: &'v TunerView<'a>,
@@ -285,7 +286,9 @@ impl<'v, 'a> Tail<'v, 'a> {
         if view.machine().is_some_and(|m| m.others_loaded()) {
             return None;
         }
-        let speeds = view.simulated_workers(view.nworkers().min(tasks).max(1));
+        // At 4 tasks a worker or more, `tasks` exceeds `nworkers`: these are the workers of the
+        // pool taking part, measured first, then any not measured at the pooled speed.
+        let mut speeds = view.simulated_workers(view.nworkers().max(1));
         let means = speeds.iter().map(|w| w.mean_ms);
         let slowest = means.clone().fold(0.0, f64::max);
         let fastest = means.fold(f64::INFINITY, f64::min);
@@ -296,13 +299,14 @@ impl<'v, 'a> Tail<'v, 'a> {
         if !uneven {
             return None;
         }
-        let active = view.nworkers().min(view.measured_workers()).max(1);
+        // The measured ones alone are known: `simulated_workers` puts them first.
+        speeds.truncate(view.nworkers().min(view.measured_workers()).max(1));
         Some(Tail {
             view,
             tasks,
             policy: *policy,
             seed: view.iteration() as u64,
-            known: view.simulated_workers(active),
+            known: speeds,
             simulated: RefCell::default(),
         })
     }
