@@ -23,7 +23,10 @@
 //! due soon, as a blocking receive would; one that shares its core yields it after a few
 //! microseconds ([`backoff`]). The receive is posted
 //! only while the process waits, so a message is matched when its receiver asks for it, as with
-//! a blocking receive (which is what a synchronous send waits for).
+//! a blocking receive (which is what a synchronous send waits for). Under ULFM the master's
+//! receive from any rank probes instead (`MPI_Improbe`, then `MPI_Mrecv` of the message found):
+//! a posted one that a failure held up may never resume nor take a cancel, and would later take
+//! an answer no one reads.
 //!
 //! Messages of up to [`INLINE`](framing::INLINE) bytes travel whole into that buffer. A longer one is announced
 //! there by a message holding its length (its tag with [`FOLLOWS`](framing::FOLLOWS) set), and its body follows on

@@ -249,6 +249,9 @@ pub(super) fn receive(
     range: Range<usize>,
     mut keep_waiting: impl FnMut() -> bool,
 ) -> Received {
+    if source.is_none() && super::ulfm::enabled() {
+        return probed(comm, tag, &mut buffer[range], keep_waiting);
+    }
     let into = &mut buffer[range];
     let Ok(count) = c_int::try_from(into.len()) else {
         return Received::Failed(-1);
@@ -330,6 +333,72 @@ pub(super) fn receive(
                 }
                 std::thread::yield_now();
             }
+        }
+    }
+}
+
+/// A receive from any rank under ULFM: a probe (`MPI_Improbe`) until a message is there, then
+/// the receive of that very message (`MPI_Mrecv`), so that no receive is ever posted ahead of
+/// its message. Under ULFM a posted receive from any rank that a failure holds up
+/// (`MPIX_ERR_PROC_FAILED_PENDING`) may neither resume once the failure is acknowledged nor
+/// take a cancel (Open MPI 5), and one given up while still posted later takes a message no
+/// one reads: an answer lost. A probe leaves nothing behind when the wait is given up. The same
+/// failure stops a probe from any rank until it is acknowledged, here.
+fn probed(
+    comm: &SimpleCommunicator,
+    tag: Option<Tag>,
+    into: &mut [u8],
+    mut keep_waiting: impl FnMut() -> bool,
+) -> Received {
+    let Ok(count) = c_int::try_from(into.len()) else {
+        return Received::Failed(-1);
+    };
+    loop {
+        let mut found: c_int = 0;
+        // SAFETY: constant MPI handles, and a message handle and status MPI fills in before
+        // they are read.
+        let (mut message, mut status, any_source, any_tag) = unsafe {
+            (
+                ffi::RSMPI_MESSAGE_NULL,
+                std::mem::zeroed::<ffi::MPI_Status>(),
+                ffi::RSMPI_ANY_SOURCE,
+                ffi::RSMPI_ANY_TAG,
+            )
+        };
+        // SAFETY: `comm` is a live communicator; the outputs are local variables.
+        let code = unsafe {
+            ffi::MPI_Improbe(
+                any_source,
+                tag.unwrap_or(any_tag),
+                comm.as_raw(),
+                &mut found,
+                &mut message,
+                &mut status,
+            )
+        };
+        if code != 0 && super::ulfm::pending(code) {
+            super::ulfm::acknowledge(comm);
+        } else if code != 0 {
+            return Received::Failed(code);
+        } else if found != 0 {
+            // SAFETY: `into` is `count` writable bytes, borrowed until this blocking receive of
+            // the probed message returns.
+            let code = unsafe {
+                ffi::MPI_Mrecv(
+                    into.as_mut_ptr().cast(),
+                    count,
+                    u8::equivalent_datatype().as_raw(),
+                    &mut message,
+                    &mut status,
+                )
+            };
+            if code != 0 {
+                return Received::Failed(code);
+            }
+            return Received::Message(Status::from_raw(status));
+        }
+        if !keep_waiting() {
+            return Received::GaveUp;
         }
     }
 }
