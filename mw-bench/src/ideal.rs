@@ -99,6 +99,20 @@ pub fn argmin(values: &[f64]) -> Option<usize> {
         .map(|(i, _)| i)
 }
 
+/// `value` with two decimals, or as many more (up to four) as it takes for the text to be on
+/// the same side of `target` as the value: a median of 1.054 against a target of at most 1.05
+/// reads 1.054, not 1.05, which would read as met.
+pub fn against(value: f64, target: f64) -> String {
+    let met = value <= target;
+    (2..=4)
+        .map(|digits| format!("{value:.digits$}"))
+        .find(|text| {
+            text.parse::<f64>()
+                .is_ok_and(|shown| (shown <= target) == met)
+        })
+        .unwrap_or_else(|| format!("{value:.4}"))
+}
+
 /// The performance index `Pi = n·Tt²/Tc` of a measured iteration (Cesar et al. 2006, expression 13).
 pub fn performance_index(workers: usize, time_ms: f64, tc_ms: f64) -> f64 {
     if tc_ms > 0.0 {
@@ -147,6 +161,16 @@ mod tests {
             Protocol::Sync,
         );
         assert!((sync - 407.56).abs() < 1e-9, "{sync}");
+    }
+
+    #[test]
+    fn a_value_shown_against_its_target_is_on_its_side() {
+        assert_eq!(against(1.054, 1.05), "1.054");
+        assert_eq!(against(1.0504, 1.05), "1.0504");
+        assert_eq!(against(1.046, 1.05), "1.05");
+        assert_eq!(against(1.03, 1.05), "1.03");
+        assert_eq!(against(1.2, 1.05), "1.20");
+        assert_eq!(against(f64::NAN, 1.05), "NaN");
     }
 
     #[test]

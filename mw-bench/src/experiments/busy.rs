@@ -19,7 +19,7 @@ use mw_runtime::RunMetrics;
 use serde_json::json;
 
 use crate::doc::{Section, Table, Verdict};
-use crate::ideal::Spread;
+use crate::ideal::{Spread, against};
 use crate::{BenchError, Size};
 
 /// A tuned run over the fixed run at the core count, at most this.
@@ -186,11 +186,12 @@ pub fn verdict(runs: &[Run], cores: usize) -> Verdict {
             met += 1;
         }
         parts.push(format!(
-            "{}: {within} of {} runs within {RATIO_TARGET:.2}× the fixed run (worst {worst:.2}×), \
+            "{}: {within} of {} runs within {RATIO_TARGET:.2}× the fixed run (worst {}×), \
              at most {rollbacks} rollback{} in a run (target ≤ {ROLLBACK_TARGET}), {past} run{} \
              past the {cores} cores",
             setting.label(),
             ratios.len(),
+            against(worst, RATIO_TARGET),
             if rollbacks == 1 { "" } else { "s" },
             if past == 1 { "" } else { "s" },
         ));

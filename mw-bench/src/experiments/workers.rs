@@ -27,7 +27,7 @@ use serde_json::json;
 
 use super::{LINK_LATENCY_MS, LINK_MBIT, fixed, program, synthetic};
 use crate::doc::{Figure, Section, Table, Verdict};
-use crate::ideal::median;
+use crate::ideal::{against, median};
 use crate::{BenchError, Size};
 
 #[derive(Debug, Clone)]
@@ -555,11 +555,11 @@ pub(super) fn phases_text(phases: &[Phase]) -> String {
                 (lo, hi) => format!("{lo}–{hi}"),
             };
             format!(
-                "{}–{}: best {}, tuned {tuned}, {:.2}×",
+                "{}–{}: best {}, tuned {tuned}, {}×",
                 p.start,
                 p.end - 1,
                 p.best,
-                p.ratio()
+                against(p.ratio(), RATIO_TARGET)
             )
         })
         .collect::<Vec<_>>()
@@ -594,10 +594,11 @@ pub(super) fn verdict_on(rows: &[Row], loads: &[&str], pool: usize, setting: Set
         checks += 2;
         met += usize::from(ratio <= RATIO_TARGET) + usize::from(!phases.is_empty() && late == 0);
         parts.push(format!(
-            "under `{load}` the best fixed count is {n}, the tuned run {ratio:.2}× it, and \
+            "under `{load}` the best fixed count is {n}, the tuned run {}× it, and \
              {LAG_TARGET} iterations after a change of the load it ran within {RATIO_TARGET:.2}× \
              of the fixed count fastest for the new load in {} of {} phases (iterations: fastest \
              fixed count, tuned count, tuned over fastest: {})",
+            against(ratio, RATIO_TARGET),
             phases.len() - late,
             phases.len(),
             phases_text(&phases),
