@@ -29,7 +29,7 @@
 use std::ffi::CString;
 use std::fmt;
 use std::io::Write;
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::{Once, OnceLock};
 
 use crate::launch;
@@ -69,6 +69,10 @@ impl Outcome {
 
 static OUTCOME: AtomicU8 = AtomicU8::new(0);
 static REGISTER: Once = Once::new();
+/// Whether the exit handler is in place (registered, and `on_exit` took it).
+static HOOKED: AtomicBool = AtomicBool::new(false);
+/// What the process does once it has said its status, as it exits.
+static THEN: OnceLock<fn()> = OnceLock::new();
 
 /// Records how the run ended.
 pub(crate) fn set_outcome(outcome: Outcome) {
@@ -100,9 +104,19 @@ pub fn report_exit_status() {
                     let _ = STATUS_PATH.set(path);
                 }
             }
-            exit_hook::register();
+            HOOKED.store(exit_hook::register(), Ordering::Relaxed);
         }
     });
+}
+
+/// Has the exit handler run `action` once it has written the line, as the process exits;
+/// `false` (and nothing set) where there is no handler: not the launched master, or no
+/// `on_exit`. For what must come after everything the master says: ending a worker's process
+/// makes a launcher without recovery end the whole job, the master with it. One action per
+/// process; setting the same again is accepted.
+#[cfg(feature = "mpi")]
+pub(crate) fn then_at_exit(action: fn()) -> bool {
+    HOOKED.load(Ordering::Relaxed) && (THEN.set(action).is_ok() || THEN.get() == Some(&action))
 }
 
 /// The variable naming a file the line is written to as well: `mwgen launch` sets it, since a
@@ -204,12 +218,16 @@ mod exit_hook {
 
     extern "C" fn said(status: c_int, _: *mut c_void) {
         super::write_line(status);
+        if let Some(then) = super::THEN.get() {
+            then();
+        }
     }
 
-    pub(super) fn register() {
+    /// Whether the handler is in place.
+    pub(super) fn register() -> bool {
         // SAFETY: `said` is a plain function that lives as long as the program; the argument
         // is unused. A failure (no room for another handler) leaves the line unwritten.
-        let _ = unsafe { on_exit(said, std::ptr::null_mut()) };
+        unsafe { on_exit(said, std::ptr::null_mut()) == 0 }
     }
 
     pub(super) fn write_stderr(bytes: &[u8]) {
@@ -226,7 +244,9 @@ mod exit_hook {
 
     pub(super) const REGISTERED: bool = false;
 
-    pub(super) fn register() {}
+    pub(super) fn register() -> bool {
+        false
+    }
 
     pub(super) fn write_stderr(bytes: &[u8]) {
         let _ = std::io::stderr().write_all(bytes);

@@ -7,12 +7,20 @@
 //!         without_recovery_a_dead_rank_ends_the_job
 //!     mpirun --mca orte_enable_recovery 1 -np 3 target/debug/deps/mpi_crash-<hash> --ignored \
 //!         --exact with_recovery_every_result_arrives_once_after_a_rank_dies
+//!     mpirun -np 3 target/debug/deps/mpi_crash-<hash> --ignored --exact \
+//!         without_recovery_a_stuck_worker_is_ended_only_after_the_master
 //!
 //! Without recovery, the launcher ends the whole job with an error within about a second (what
 //! the first test must do: exit non-zero, and not hang). With it (Open MPI 4: `--mca
 //! orte_enable_recovery 1`; Open MPI 5: `--enable-recovery`; Intel MPI: `-disable-auto-cleanup`;
 //! MPICH has none), the job goes on, the transport reports the worker lost, and the run ends
 //! with every result recovered exactly once.
+//!
+//! A worker stuck in its code is another matter: its process lives, so the run goes on without
+//! it, and the master ends it only once its own process exits (ending it earlier would, without
+//! recovery, end the whole job while the master's program still runs). The third test's master
+//! says [`WENT_ON`] on its standard output a while after its run: a script checks that the line
+//! is there, and that the job then ended (the launcher's status is not 0: a rank was killed).
 #![allow(clippy::unwrap_used)]
 
 use mw_runtime::prelude::*;
@@ -93,6 +101,35 @@ impl Worker for Fragile {
     }
 }
 
+/// Stuck for good on `DIES_AT` when it is worker 0.
+struct Stuck {
+    index: usize,
+}
+
+impl Worker for Stuck {
+    type Task = u32;
+    type Result = u32;
+    type Shared = u32;
+
+    fn initialize(&mut self, setup: &WorkerSetup) -> mw_runtime::Result<()> {
+        self.index = setup.index();
+        Ok(())
+    }
+
+    fn do_work(&mut self, iteration: &u32, task: &u32) -> u32 {
+        if self.index == 0 && (*iteration as usize, *task) == DIES_AT {
+            loop {
+                std::thread::sleep(std::time::Duration::from_secs(1));
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_micros(200));
+        *task
+    }
+}
+
+/// What the third test's master says once its program went on for a while after the run.
+const WENT_ON: &str = "the master's program went on after its run";
+
 /// Fails the test unless an MPI launcher started this process: Open MPI's `mpirun`, hydra's
 /// `mpiexec` (MPICH, Intel MPI) or `srun` with PMI.
 fn assert_launched() {
@@ -105,14 +142,17 @@ fn assert_launched() {
     );
 }
 
-fn run() -> mw_runtime::Result<Report> {
-    let config = RunConfig {
+fn config() -> RunConfig {
+    RunConfig {
         backend: BackendChoice::Mpi,
         quiet: true,
         ..RunConfig::default()
-    };
+    }
+}
+
+fn run() -> mw_runtime::Result<Report> {
     mw_runtime::run_config(
-        &config,
+        &config(),
         || Counting { seen: Vec::new() },
         || Fragile { index: usize::MAX },
     )
@@ -143,5 +183,26 @@ fn with_recovery_every_result_arrives_once_after_a_rank_dies() {
             DIES_AT.0,
             started.elapsed().as_secs_f64() * 1e3
         );
+    }
+}
+
+#[test]
+#[ignore = "needs an MPI launcher with 3 processes, without recovery (see the file's doc)"]
+fn without_recovery_a_stuck_worker_is_ended_only_after_the_master() {
+    assert_launched();
+    let mut config = config();
+    config.faults.liveness = std::time::Duration::from_secs(1);
+    let report = mw_runtime::run_config(
+        &config,
+        || Counting { seen: Vec::new() },
+        || Stuck { index: usize::MAX },
+    )
+    .unwrap();
+    if let Some(metrics) = report.metrics() {
+        assert_eq!(metrics.iterations.len(), ITERATIONS);
+        // A launcher that ended the job when the stuck worker was ended would end this process
+        // here, before the line.
+        std::thread::sleep(std::time::Duration::from_secs(2));
+        println!("{WENT_ON}");
     }
 }

@@ -92,11 +92,16 @@ impl<T: Message, S: Message, R: Message> MasterEnd<T, S, R> {
         &mut self.link
     }
 
-    /// Ends the link and MPI (left unfinalized after a loss), saying what the spawner did.
-    pub(crate) fn close(self) {
+    /// Ends the link and MPI (left unfinalized after a loss, with the workers' lifelines held
+    /// open until this process exits), saying what the spawner did.
+    pub(crate) fn close(mut self) {
         let leave_unfinalized = self.link.lost_any();
         if let Some(summary) = self.link.spawner.summary().filter(|_| !self.config.quiet) {
             eprintln!("{summary}");
+        }
+        if leave_unfinalized {
+            // The workers leave once this process has ended.
+            self.link.hold_lifelines_until_exit();
         }
         drop(self.link);
         finalize(self.universe, leave_unfinalized);
@@ -121,10 +126,10 @@ impl<T: Message, R: Message> WorkerEnd<T, R> {
         &self.setup
     }
 
-    /// Ends the link and MPI (left unfinalized when the master said so or is gone).
+    /// Ends the link and MPI (left unfinalized when the master said so or is gone: then only
+    /// once the master's process has ended).
     pub(crate) fn close(self) {
-        let leave_unfinalized = self.link.leave_unfinalized;
-        drop(self.link);
+        let leave_unfinalized = self.link.leave();
         if let Some(parent) = self.parent {
             if leave_unfinalized {
                 std::mem::forget(parent);

@@ -252,6 +252,9 @@ pub(super) struct Lifelines {
     unnamed: Vec<(TcpStream, Instant)>,
     /// By worker index.
     named: Vec<Option<TcpStream>>,
+    /// Connections no longer watched (the worker finished, or was given up on), held open: a
+    /// worker that leaves without `MPI_Finalize` waits for their end.
+    held: Vec<TcpStream>,
     /// By worker index: when its connection was first seen ended while a message of it still
     /// waited to be received.
     ended_at: Vec<Option<Instant>>,
@@ -409,6 +412,26 @@ pub(super) fn master_gone() -> bool {
     }
 }
 
+/// On a worker: waits until the master's process has ended (its end of the connection closed,
+/// which the master leaves open until it exits after a loss), at once without a lifeline.
+pub(super) fn await_master_exit() {
+    let mut kept = KEPT.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(stream) = kept.as_mut() else {
+        return;
+    };
+    if stream.set_nonblocking(false).is_err() {
+        return;
+    }
+    let mut byte = [0u8; 1];
+    loop {
+        match stream.read(&mut byte) {
+            Ok(0) => return,
+            Err(e) if e.kind() != io::ErrorKind::Interrupted => return,
+            _ => {}
+        }
+    }
+}
+
 /// Connects to the master and greets it.
 fn reach(endpoint: SocketAddr, greeting: &[u8]) -> io::Result<TcpStream> {
     let mut stream = TcpStream::connect_timeout(&endpoint, CONNECT)?;
@@ -452,6 +475,7 @@ impl Lifelines {
             },
             unnamed: Vec::new(),
             named: (0..pool).map(|_| None).collect(),
+            held: Vec::new(),
             ended_at: vec![None; pool],
             looked: Instant::now(),
         }
@@ -467,6 +491,7 @@ impl Lifelines {
             },
             unnamed: Vec::new(),
             named: (0..pool).map(|_| None).collect(),
+            held: Vec::new(),
             ended_at: vec![None; pool],
             looked: Instant::now(),
         }
@@ -527,12 +552,21 @@ impl Lifelines {
         }
     }
 
-    /// Stops watching `worker`: it finished, or the master gave up on it.
+    /// Stops watching `worker`: it finished, or the master gave up on it. Its connection stays
+    /// open.
     pub(super) fn release(&mut self, worker: usize) {
         if let Some(stream) = self.named.get_mut(worker) {
-            *stream = None;
+            self.held.extend(stream.take());
             self.ended_at[worker] = None;
         }
+    }
+
+    /// Leaves every connection open until this process exits, when the kernel closes them: the
+    /// workers, which leave without `MPI_Finalize` after a loss, wait for that, so that none
+    /// leaves before the master has written its results (a launcher without recovery ends the
+    /// whole job as the first rank leaves).
+    pub(super) fn hold_until_exit(self) {
+        std::mem::forget(self);
     }
 
     /// Takes the connections that came, and names those that greeted with the run's secret: a

@@ -20,7 +20,8 @@ use super::posted::Posted;
 use super::spawn::{Spawner, Taken};
 use super::ulfm;
 use super::{
-    CHUNK, DONE, FAILED, FATAL, FINISHED, KILL, LEAVE_UNFINALIZED, LOST, READY, SHARED, STOP,
+    CHUNK, DONE, FAILED, FATAL, FINISHED, KILL, KILL_AFTER_MASTER, KILL_NOW, LEAVE_UNFINALIZED,
+    LOST, READY, SHARED, STOP,
 };
 use crate::codec::{self, Message, Reader};
 use crate::error::{Error, Result};
@@ -666,6 +667,13 @@ impl<T, S, R> MpiMaster<T, S, R> {
         self.gone.lost || self.spawner.broken
     }
 
+    /// Leaves the workers' lifelines open until this process exits ([`Lifelines::hold_until_exit`]).
+    pub(super) fn hold_lifelines_until_exit(&mut self) {
+        if let Some(lifelines) = self.gone.lifelines.take() {
+            lifelines.hold_until_exit();
+        }
+    }
+
     /// Stops watching the lifelines of spawned workers released since the last call.
     fn released(&mut self) {
         for worker in self.spawner.released.drain(..) {
@@ -725,29 +733,37 @@ impl<T, S, R> MpiMaster<T, S, R> {
         });
     }
 
-    /// Ends the process of `worker`, given up on; says what it did, or why it could not.
+    /// Ends the process of `worker`, given up on; says what it did, or why it could not. Where
+    /// the launcher keeps the job when a rank ends, at once; else only as the master exits (its
+    /// own process here, a worker of the process's node once the master is gone): ending it
+    /// ends the whole job, and the run can still complete without it.
     fn end_process(&mut self, worker: usize) {
         let Some(place) = self.places.get(worker).filter(|p| p.pid != 0).cloned() else {
             return;
         };
-        let rank = worker + 1;
-        let recovery = if recovery_enabled() {
-            ""
-        } else {
-            "; without a launch line that survives a lost rank (`--mca orte_enable_recovery 1` \
-             on Open MPI 4, `--with-ft ulfm` on Open MPI 5), mpirun ends the whole job with it"
-        };
+        let (rank, pid) = (worker + 1, place.pid);
+        let recovery = recovery_enabled();
         if place.node == self.node {
-            match kill::kill(place.pid) {
+            if !recovery && kill::at_exit(pid) {
+                eprintln!(
+                    "warning: worker {worker} (rank {rank}, process {pid}) was given up on; it is \
+                     ended as the master exits, since {NO_RECOVERY}"
+                );
+                return;
+            }
+            let why = if recovery {
+                String::new()
+            } else {
+                format!("; {NO_RECOVERY}")
+            };
+            match kill::kill(pid) {
                 Ok(()) => eprintln!(
-                    "warning: worker {worker} (rank {rank}, process {}) was given up on and \
-                     ended{recovery}",
-                    place.pid
+                    "warning: worker {worker} (rank {rank}, process {pid}) was given up on and \
+                     ended{why}"
                 ),
                 Err(e) => eprintln!(
-                    "warning: worker {worker} (rank {rank}) was given up on, but its process {} \
-                     could not be ended ({e}): mpirun will wait for it",
-                    place.pid
+                    "warning: worker {worker} (rank {rank}) was given up on, but its process {pid} \
+                     could not be ended ({e}): mpirun will wait for it"
                 ),
             }
             return;
@@ -756,22 +772,37 @@ impl<T, S, R> MpiMaster<T, S, R> {
             .find(|&w| !self.gone.gone[w] && self.places[w].node == place.node);
         match helper {
             Some(helper) => {
-                let pid = place.pid.to_le_bytes().to_vec();
-                self.post(helper, KILL, Outgoing::Own(pid));
+                let mut order = pid.to_le_bytes().to_vec();
+                order.push(if recovery {
+                    KILL_NOW
+                } else {
+                    KILL_AFTER_MASTER
+                });
+                self.post(helper, KILL, Outgoing::Own(order));
+                let when = if recovery {
+                    String::new()
+                } else {
+                    format!(" once the master has exited, since {NO_RECOVERY}")
+                };
                 eprintln!(
                     "warning: worker {worker} (rank {rank}) was given up on; worker {helper} ends \
-                     its process {} on {}{recovery}",
-                    place.pid, place.node
+                     its process {pid} on {}{when}",
+                    place.node
                 );
             }
             None => eprintln!(
                 "warning: worker {worker} (rank {rank}) was given up on, and no worker is left \
-                 on its node to end it: mpirun will wait for it; `kill -9 {}` on {} ends it",
-                place.pid, place.node
+                 on its node to end it: mpirun will wait for it; `kill -9 {pid}` on {} ends it",
+                place.node
             ),
         }
     }
 }
+
+/// Why a process given up on is ended only as the master exits.
+const NO_RECOVERY: &str = "without a launch line that survives a lost rank (`--mca \
+     orte_enable_recovery 1` on Open MPI 4, `--with-ft ulfm` on Open MPI 5) mpirun ends the \
+     whole job with it";
 
 /// An answer's bytes decoded over `done` ([`Done::decode_in_place`]).
 #[inline]

@@ -81,11 +81,17 @@ pub(crate) use self::bootstrap::{Joined, agree_at_start, connect, end_started};
 const SHARED: Tag = 1;
 const CHUNK: Tag = 2;
 const STOP: Tag = 3;
-/// End the process whose id follows, on this node: the master gave up on it.
+/// End the process whose id follows (4 bytes), on this node: the master gave up on it. A last
+/// byte says when.
 const KILL: Tag = 4;
+/// End it at once: the launcher keeps the job when a rank ends.
+const KILL_NOW: u8 = 0;
+/// End it once the master's process has ended: ending it ends the whole job.
+const KILL_AFTER_MASTER: u8 = 1;
 /// The run's lifeline secret, to a spawned worker once it joined.
 const LIFELINE: Tag = 5;
-/// The byte of a `Stop` telling the worker to leave without `MPI_Finalize`.
+/// The byte of a `Stop` telling the worker to leave without `MPI_Finalize`, once the master's
+/// process has ended (a rank leaving without it may end the whole job, the master with it).
 const LEAVE_UNFINALIZED: u8 = 1;
 const READY: Tag = 11;
 const DONE: Tag = 12;

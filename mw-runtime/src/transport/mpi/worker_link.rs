@@ -10,20 +10,25 @@ use super::backoff::Backoff;
 use super::framing::{Endpoint, INLINE, Outgoing, post_message, receive};
 use super::messages::decode_shared;
 use super::posted::Posted;
-use super::{CHUNK, DONE, FAILED, FATAL, FINISHED, KILL, LEAVE_UNFINALIZED, READY, SHARED, STOP};
+use super::{
+    CHUNK, DONE, FAILED, FATAL, FINISHED, KILL, KILL_AFTER_MASTER, LEAVE_UNFINALIZED, READY,
+    SHARED, STOP,
+};
 use super::{kill, lifeline};
 use crate::codec::{Message, Reader};
 use crate::protocol::Protocol;
 use crate::transport::{Chunk, Done, FromWorker, ToWorker, WorkerLink};
 
-/// Ends the process named by a [`KILL`] message, on this worker's node.
-fn end_neighbour(bytes: &[u8]) {
-    let Ok(pid) = <[u8; 4]>::try_from(bytes).map(u32::from_le_bytes) else {
-        return;
-    };
-    if pid == std::process::id() {
-        return;
-    }
+/// The process named by a [`KILL`] message, on this worker's node, and whether it is to be
+/// ended only once the master's process has ended; `None` for this process or a bad message.
+fn neighbour(bytes: &[u8]) -> Option<(u32, bool)> {
+    let pid = u32::from_le_bytes(bytes.get(..4)?.try_into().ok()?);
+    let after_master = bytes.get(4) == Some(&KILL_AFTER_MASTER);
+    (pid != std::process::id()).then_some((pid, after_master))
+}
+
+/// Ends process `pid` of this node, as the master asked.
+fn end_neighbour(pid: u32) {
     if let Err(e) = kill::kill(pid) {
         eprintln!("warning: the master asked to end process {pid}, which failed: {e}");
     }
@@ -50,6 +55,8 @@ pub(super) struct MpiWorker<T, R> {
     spare_tasks: Vec<T>,
     /// The results vector of the last answer, once encoded, for the next answer's results.
     spare_results: Vec<R>,
+    /// Processes of this node the master gave up on, to end once the master's process ended.
+    after_master: Vec<u32>,
 }
 
 /// Capacity of a task or results vector kept for the next chunk, at most (a large one is
@@ -68,7 +75,20 @@ impl<T, R> MpiWorker<T, R> {
             in_flight: Vec::new(),
             spare_tasks: Vec::new(),
             spare_results: Vec::new(),
+            after_master: Vec::new(),
         }
+    }
+
+    /// Leaves the run; `true` when MPI is to be left unfinalized. After a loss this waits until
+    /// the master's process has ended: a launcher without recovery ends the whole job when a
+    /// rank leaves without `MPI_Finalize`, and the master may still be writing its results.
+    /// Then it ends the processes the master left to it.
+    pub(super) fn leave(self) -> bool {
+        if self.leave_unfinalized || !self.after_master.is_empty() {
+            lifeline::await_master_exit();
+        }
+        self.after_master.iter().copied().for_each(end_neighbour);
+        self.leave_unfinalized
     }
 
     /// Encodes `message` and sends it to the master by the protocol: under `sync`, waiting
@@ -190,7 +210,11 @@ impl<T: Message, S: Message, R: Message> WorkerLink<T, S, R> for MpiWorker<T, R>
                     Ok(ToWorker::Stop)
                 }
                 KILL => {
-                    end_neighbour(bytes);
+                    match neighbour(bytes) {
+                        Some((pid, true)) => self.after_master.push(pid),
+                        Some((pid, false)) => end_neighbour(pid),
+                        None => {}
+                    }
                     continue;
                 }
                 _ if self.broken => continue,
