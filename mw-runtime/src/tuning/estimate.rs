@@ -443,6 +443,13 @@ impl Estimate {
     }
 }
 
+impl Estimate {
+    /// Whether `worker` took part in the iteration last looked at.
+    pub(crate) fn took_part(&self, worker: usize) -> bool {
+        self.rates.get(worker).is_some_and(Option::is_some)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -470,6 +477,23 @@ mod tests {
         // Worker 7 was not measured: it counts at the mean.
         let eight = (8.0 / 7.0) * 4.0 / (4.0 + 4.0 / 7.0);
         assert!((est.pace(8) - eight).abs() < 1e-12, "{}", est.pace(8));
+    }
+
+    #[test]
+    fn the_workers_that_took_part_are_simulated_first() {
+        // Worker 0 was lost with slow tasks measured; workers 1 and 2 took its place.
+        let mut est = measured(2, &[0.0, 1.0, 1.0]);
+        est.rates[0] = None;
+        est.workers = vec![
+            Moments::from_sums(10, 40.0, 160.0),
+            Moments::from_sums(10, 10.0, 10.0),
+            Moments::from_sums(10, 10.0, 10.0),
+        ];
+        let two = super::super::factor::sim_workers(&est, 2);
+        assert!(two.iter().all(|w| w.mean_ms == 1.0), "{two:?}");
+        // Beyond them, the others as last measured.
+        let three = super::super::factor::sim_workers(&est, 3);
+        assert_eq!(three[2].mean_ms, 4.0);
     }
 
     #[test]

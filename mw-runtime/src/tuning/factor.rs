@@ -68,16 +68,20 @@ pub(crate) fn sim_workers(est: &Estimate, n: usize) -> Vec<SimWorker> {
         mean_ms: est.now.task_ms,
         sd_ms: est.now.task_sd_ms,
     };
-    let mut workers: Vec<SimWorker> = est
-        .workers
-        .iter()
-        .filter(|m| m.count() > 0)
-        .map(|m| SimWorker {
-            mean_ms: m.mean(),
-            sd_ms: m.stddev(),
-        })
-        .take(n)
-        .collect();
+    // Those that took part in the last iteration first: a worker lost, parked, or still busy
+    // with an older chunk keeps the moments of the last iteration it took part in, and the
+    // engine then takes a worker of a higher index in its place.
+    let measured = |took_part: bool| {
+        est.workers
+            .iter()
+            .enumerate()
+            .filter(move |&(i, m)| m.count() > 0 && est.took_part(i) == took_part)
+            .map(|(_, m)| SimWorker {
+                mean_ms: m.mean(),
+                sd_ms: m.stddev(),
+            })
+    };
+    let mut workers: Vec<SimWorker> = measured(true).chain(measured(false)).take(n).collect();
     workers.resize(n, pooled);
     workers
 }

@@ -290,8 +290,9 @@ impl TunerView<'_> {
         self.look.estimate.machine()
     }
 
-    /// The speeds the simulations give `n` workers: the first `n` measured, each at its own
-    /// mean and deviation, any other at the pooled ones.
+    /// The speeds the simulations give `n` workers: the first `n` measured (those that took
+    /// part in the iteration looked at first), each at its own mean and deviation, any other
+    /// at the pooled ones.
     pub fn simulated_workers(&self, n: usize) -> Vec<SimWorker> {
         factor::sim_workers(self.look.estimate, n)
     }
