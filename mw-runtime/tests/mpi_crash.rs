@@ -77,9 +77,28 @@ impl Master for Counting {
     }
 }
 
-/// Dies, as a process, on `DIES_AT` when it is worker 0.
+/// What worker 0 does on `DIES_AT`.
+#[derive(Clone, Copy)]
+enum Fate {
+    /// Dies, as a process.
+    Dies,
+    /// Is stuck in its code for good.
+    Sticks,
+}
+
+/// Does worker 0's fate on `DIES_AT`; every other task takes 200 µs.
 struct Fragile {
     index: usize,
+    fate: Fate,
+}
+
+impl Fragile {
+    fn new(fate: Fate) -> Self {
+        Fragile {
+            index: usize::MAX,
+            fate,
+        }
+    }
 }
 
 impl Worker for Fragile {
@@ -94,32 +113,11 @@ impl Worker for Fragile {
 
     fn do_work(&mut self, iteration: &u32, task: &u32) -> u32 {
         if self.index == 0 && (*iteration as usize, *task) == DIES_AT {
-            std::process::abort();
-        }
-        std::thread::sleep(std::time::Duration::from_micros(200));
-        *task
-    }
-}
-
-/// Stuck for good on `DIES_AT` when it is worker 0.
-struct Stuck {
-    index: usize,
-}
-
-impl Worker for Stuck {
-    type Task = u32;
-    type Result = u32;
-    type Shared = u32;
-
-    fn initialize(&mut self, setup: &WorkerSetup) -> mw_runtime::Result<()> {
-        self.index = setup.index();
-        Ok(())
-    }
-
-    fn do_work(&mut self, iteration: &u32, task: &u32) -> u32 {
-        if self.index == 0 && (*iteration as usize, *task) == DIES_AT {
-            loop {
-                std::thread::sleep(std::time::Duration::from_secs(1));
+            match self.fate {
+                Fate::Dies => std::process::abort(),
+                Fate::Sticks => loop {
+                    std::thread::sleep(std::time::Duration::from_secs(1));
+                },
             }
         }
         std::thread::sleep(std::time::Duration::from_micros(200));
@@ -154,7 +152,7 @@ fn run() -> mw_runtime::Result<Report> {
     mw_runtime::run_config(
         &config(),
         || Counting { seen: Vec::new() },
-        || Fragile { index: usize::MAX },
+        || Fragile::new(Fate::Dies),
     )
 }
 
@@ -195,7 +193,7 @@ fn without_recovery_a_stuck_worker_is_ended_only_after_the_master() {
     let report = mw_runtime::run_config(
         &config,
         || Counting { seen: Vec::new() },
-        || Stuck { index: usize::MAX },
+        || Fragile::new(Fate::Sticks),
     )
     .unwrap();
     if let Some(metrics) = report.metrics() {
