@@ -176,6 +176,45 @@ fn a_run_starting_at_one_worker_grows_to_several() {
     assert!(its[0].predicted_ms.is_none());
 }
 
+/// One bag of sleeping tasks started on one worker, beside threads spinning on every core (as
+/// another program would): the master and the worker wait for a core before each chunk, which
+/// is that load, not an imbalance, and the pool grows all the same.
+#[test]
+fn a_bag_of_sleeping_tasks_grows_beside_a_busy_program() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let stop = Arc::new(AtomicBool::new(false));
+    let cores = std::thread::available_parallelism().map_or(2, usize::from);
+    let spinners: Vec<_> = (0..cores)
+        .map(|_| {
+            let stop = Arc::clone(&stop);
+            std::thread::spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    std::hint::spin_loop();
+                }
+            })
+        })
+        .collect();
+    let config = RunConfig {
+        workers: Some(1),
+        max_workers: Some(6),
+        policy: PolicyName::Daf.into(),
+        backend: BackendChoice::Local,
+        quiet: true,
+        ..RunConfig::default()
+    };
+    let metrics = run(&config, Sleepy::new(1, 400, 1000, 0));
+    stop.store(true, Ordering::Relaxed);
+    spinners.into_iter().for_each(|s| s.join().unwrap());
+    let grown = metrics
+        .decisions
+        .iter()
+        .find(|d| d.tunable == "nworkers")
+        .expect("the pool grows beside the busy threads");
+    assert!(grown.to.as_u64().unwrap() > 1, "{grown:?}");
+    assert!(grown.tasks_done.is_some_and(|d| d <= 40), "{grown:?}");
+}
+
 #[test]
 fn tune_off_keeps_the_settings() {
     let config = RunConfig {

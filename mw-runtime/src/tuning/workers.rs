@@ -58,7 +58,9 @@ pub(crate) struct Point {
 /// the bytes through its link, a start-up per message), so a count past the MCMC that `Tt` says
 /// is faster is faster. More workers are proposed only once the load is balanced: the measured
 /// imbalance of the distribution phase within its bound for the current `n`, plus one task of
-/// tail and [`BALANCE_SLACK`]. Fewer workers can always be proposed (they balance more easily).
+/// tail and [`BALANCE_SLACK`]; while other programs load the cores, the workers' and the
+/// master's waits for a core ([`Machine::late_share`]) are theirs, not an imbalance. Fewer
+/// workers can always be proposed (they balance more easily).
 /// Where the machine is known, more workers than its cores can keep computing (its
 /// [`saturation`](Machine::saturation)) are never proposed: past it the workers only share the
 /// same cores, with other programs as much as with each other. And while other programs load
@@ -153,8 +155,15 @@ pub(crate) fn propose(view: &TunerView<'_>) -> Option<Proposal> {
         0.0
     };
     let expected = view.balanced_idle_share(tasks, current);
+    // While other programs load the cores, the master and the workers wait for one before each
+    // chunk: idle time that is their load, not an imbalance of this one (with one worker it
+    // is all there is, and it would hold a pool of sleeping tasks at one worker for good).
+    let foreign = machine
+        .as_ref()
+        .filter(|m| m.others_loaded())
+        .map_or(0.0, |m| m.late_share().min(1.0));
     let measured_imbalance = view.distribution_imbalance();
-    let imbalance = (measured_imbalance - expected).max(0.0);
+    let imbalance = (measured_imbalance - expected - foreign).max(0.0);
     let allowance = bound + tail + BALANCE_SLACK;
     if target > current && imbalance > allowance {
         return None;
