@@ -87,7 +87,7 @@ pub(super) fn receive(
     from: Option<Rank>,
     mut keep_waiting: impl FnMut(Option<Rank>) -> bool,
 ) -> Result<Option<Incoming>> {
-    match receive_head(comms, inbox, from, &mut keep_waiting)? {
+    match receive_head(comms, inbox, from, || keep_waiting(None))? {
         Some(head) => receive_rest(comms, inbox, head, keep_waiting),
         None => Ok(None),
     }
@@ -104,24 +104,15 @@ pub(super) struct Head {
 }
 
 /// Waits for the first part of the next message from `from` (any rank when `None`) into
-/// `inbox`, asking `keep_waiting(None)` between tests, and under ULFM, once a message from any
-/// rank was found, `keep_waiting(Some(rank))` until it is in ([`posted::probed`]); `Ok(None)`
-/// when it said to stop.
+/// `inbox`, asking `keep_waiting` between tests; `Ok(None)` when it said to stop.
 pub(super) fn receive_head(
     comms: &Comms,
     inbox: &mut Vec<u8>,
     from: Option<Rank>,
-    mut keep_waiting: impl FnMut(Option<Rank>) -> bool,
+    keep_waiting: impl FnMut() -> bool,
 ) -> Result<Option<Head>> {
     let whole = 0..inbox.len();
-    let received = if from.is_none() && ulfm::enabled() {
-        posted::probed(&comms.inline, None, inbox, whole, keep_waiting)
-    } else {
-        posted::receive(&comms.inline, from, None, inbox, whole, || {
-            keep_waiting(None)
-        })
-    };
-    let status = match received {
+    let status = match posted::receive(&comms.inline, from, None, inbox, whole, keep_waiting) {
         Received::Message(status) => status,
         Received::GaveUp => return Ok(None),
         Received::Failed(code) if ulfm::process_failed(code) => {

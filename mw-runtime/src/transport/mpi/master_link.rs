@@ -135,40 +135,6 @@ pub(super) struct MpiMaster<T, S, R> {
     /// A message the steady path received but leaves to the general path (anything but a
     /// short answer): the next one [`next`](Self::next) returns.
     early: Option<Head>,
-    /// How long a worker may stop in the middle of a message before it is given up on: the
-    /// run's liveness timeout.
-    pub(super) liveness: Duration,
-}
-
-/// The wait for the rest of a short message a worker began sending (under ULFM: the receive of
-/// a message a probe found, [`receive_head`]), bounded by the liveness timeout: the engine's own
-/// timeouts cannot end a wait inside the transport, and a worker stopped in the middle of a
-/// rendezvous message (SIGSTOP) would hold the master for ever. The body of a long message is
-/// not bounded so: its parts may take long on a slow link.
-struct Stall {
-    limit: Duration,
-    since: Option<Instant>,
-    /// The rank waited for past the limit.
-    rank: Option<Rank>,
-}
-
-impl Stall {
-    fn new(limit: Duration) -> Self {
-        Stall {
-            limit,
-            since: None,
-            rank: None,
-        }
-    }
-
-    /// Whether to wait on for the rest of `rank`'s message.
-    fn keep_waiting(&mut self, rank: Rank) -> bool {
-        if self.since.get_or_insert_with(Instant::now).elapsed() < self.limit {
-            return true;
-        }
-        self.rank = Some(rank);
-        false
-    }
 }
 
 impl<T, S, R> MpiMaster<T, S, R> {
@@ -202,26 +168,7 @@ impl<T, S, R> MpiMaster<T, S, R> {
             },
             spawner,
             early: None,
-            liveness: crate::config::FaultConfig::default().liveness,
         }
-    }
-
-    /// Gives up on the worker of `rank`, which stopped in the middle of a message for the
-    /// liveness timeout: the message is lost with it, its chunks run elsewhere (it is reported
-    /// lost), and its process is ended.
-    fn stalled(&mut self, rank: Rank) {
-        let worker = (rank as usize).wrapping_sub(1);
-        if self.gone.gone.get(worker) != Some(&false) {
-            return;
-        }
-        self.gone.give_up(worker, &mut self.posted);
-        self.gone.lost = true;
-        let why = format!(
-            "it stopped in the middle of a message for {:.1} s (the liveness timeout)",
-            self.liveness.as_secs_f64()
-        );
-        self.gone.unreported.push_back((worker, why));
-        self.end_process(worker);
     }
 
     /// Sends one message: under the sync protocol, returns once the worker has it (or is found
@@ -400,9 +347,6 @@ impl<T, S, R> MpiMaster<T, S, R> {
             let (comms, gone, posted) = (&self.end.comms, &mut self.gone, &mut self.posted);
             let spawner = &mut self.spawner;
             let mut spawned_waiting = false;
-            let mut stall = Stall::new(self.liveness);
-            // Receiving the body of a long message, whose parts may take long on a slow link.
-            let in_body = std::cell::Cell::new(false);
             let mut keep_waiting = |body_from: Option<Rank>| {
                 backoff.wait();
                 tests = tests.wrapping_add(1);
@@ -411,12 +355,8 @@ impl<T, S, R> MpiMaster<T, S, R> {
                 }
                 gone.look(comms, posted, spawner);
                 match body_from {
-                    // The rest of a message: its sender's death ends the wait, or for a short
-                    // one (under ULFM) its silence for the liveness timeout.
-                    Some(rank) => {
-                        gone.gone.get(rank as usize - 1) == Some(&false)
-                            && (in_body.get() || stall.keep_waiting(rank))
-                    }
+                    // The rest of a long message: only its sender's death ends the wait.
+                    Some(rank) => !gone.gone[rank as usize - 1],
                     None => {
                         spawned_waiting = spawner.elastic() && spawner.waiting();
                         gone.unreported.is_empty()
@@ -431,16 +371,12 @@ impl<T, S, R> MpiMaster<T, S, R> {
             let inbox = &mut self.end.inbox;
             let head = match early {
                 Some(head) => Some(head),
-                None => receive_head(comms, inbox, None, &mut keep_waiting)?,
+                None => receive_head(comms, inbox, None, || keep_waiting(None))?,
             };
-            in_body.set(true);
             let received = match head {
                 Some(head) => receive_rest(comms, inbox, head, keep_waiting)?,
                 None => None,
             };
-            if let Some(rank) = stall.rank {
-                self.stalled(rank);
-            }
             let Some((rank, tag, body)) = received else {
                 // A failure MPI reported (ULFM) ended the receive: report it now.
                 self.gone
@@ -615,24 +551,13 @@ impl<T: Message, S: Message, R: Message> MasterLink<T, S, R> for MpiMaster<T, S,
         }
         self.reap();
         let mut tests = 0;
-        let mut stall = Stall::new(self.liveness);
-        let keep_waiting = |from: Option<Rank>| match from {
-            None => {
-                tests += 1;
-                std::hint::spin_loop();
-                tests < STEADY_TESTS
-            }
-            // In the middle of a message (under ULFM): it comes whole, or its sender is lost.
-            Some(rank) => {
-                std::thread::yield_now();
-                stall.keep_waiting(rank)
-            }
+        let keep_waiting = || {
+            tests += 1;
+            std::hint::spin_loop();
+            tests < STEADY_TESTS
         };
         let inbox = &mut self.end.inbox;
         let Some(head) = receive_head(&self.end.comms, inbox, None, keep_waiting)? else {
-            if let Some(rank) = stall.rank {
-                self.stalled(rank);
-            }
             return Ok(None);
         };
         let worker = (head.rank as usize).wrapping_sub(1);

@@ -24,11 +24,9 @@
 //! microseconds ([`backoff`]). The receive is posted
 //! only while the process waits, so a message is matched when its receiver asks for it, as with
 //! a blocking receive (which is what a synchronous send waits for). Under ULFM the master's
-//! receive from any rank probes instead (`MPI_Improbe`, then `MPI_Imrecv` of the message found,
-//! tested): a posted one that a failure held up may never resume nor take a cancel, and would
-//! later take an answer no one reads. A sender stopped in the middle of the message found
-//! (SIGSTOP, a rendezvous message) holds that receive; past the liveness timeout the master
-//! gives the sender up, its message lost with it.
+//! receive from any rank probes instead (`MPI_Improbe`, then `MPI_Mrecv` of the message found):
+//! a posted one that a failure held up may never resume nor take a cancel, and would later take
+//! an answer no one reads.
 //!
 //! Messages of up to [`INLINE`](framing::INLINE) bytes travel whole into that buffer. A longer one is announced
 //! there by a message holding its length (its tag with [`FOLLOWS`](framing::FOLLOWS) set), and its body follows on

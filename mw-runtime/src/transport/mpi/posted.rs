@@ -249,6 +249,9 @@ pub(super) fn receive(
     range: Range<usize>,
     mut keep_waiting: impl FnMut() -> bool,
 ) -> Received {
+    if source.is_none() && super::ulfm::enabled() {
+        return probed(comm, tag, &mut buffer[range], keep_waiting);
+    }
     let into = &mut buffer[range];
     let Ok(count) = c_int::try_from(into.len()) else {
         return Received::Failed(-1);
@@ -335,26 +338,19 @@ pub(super) fn receive(
 }
 
 /// A receive from any rank under ULFM: a probe (`MPI_Improbe`) until a message is there, then
-/// the receive of that very message (`MPI_Imrecv`), so that no receive is ever posted ahead of
+/// the receive of that very message (`MPI_Mrecv`), so that no receive is ever posted ahead of
 /// its message. Under ULFM a posted receive from any rank that a failure holds up
 /// (`MPIX_ERR_PROC_FAILED_PENDING`) may neither resume once the failure is acknowledged nor
 /// take a cancel (Open MPI 5), and one given up while still posted later takes a message no
 /// one reads: an answer lost. A probe leaves nothing behind when the wait is given up. The same
 /// failure stops a probe from any rank until it is acknowledged, here.
-///
-/// `keep_waiting(None)` is asked between probes, `keep_waiting(Some(rank))` between tests of
-/// the receive of a message `rank` began sending: a sender stopped in the middle of it (SIGSTOP,
-/// a rendezvous message) would hold a blocking receive for ever. A message given up half-way
-/// cannot be cancelled: `buffer` is left to MPI for good (leaked, and replaced by a zeroed one
-/// of the same length), and the caller gives up on its sender, whose message is lost.
-pub(super) fn probed(
+fn probed(
     comm: &SimpleCommunicator,
     tag: Option<Tag>,
-    buffer: &mut Vec<u8>,
-    range: Range<usize>,
-    mut keep_waiting: impl FnMut(Option<Rank>) -> bool,
+    into: &mut [u8],
+    mut keep_waiting: impl FnMut() -> bool,
 ) -> Received {
-    let Ok(count) = c_int::try_from(range.len()) else {
+    let Ok(count) = c_int::try_from(into.len()) else {
         return Received::Failed(-1);
     };
     loop {
@@ -385,66 +381,23 @@ pub(super) fn probed(
         } else if code != 0 {
             return Received::Failed(code);
         } else if found != 0 {
-            return matched(
-                buffer,
-                range,
-                count,
-                message,
-                status.MPI_SOURCE,
-                &mut keep_waiting,
-            );
-        }
-        if !keep_waiting(None) {
-            return Received::GaveUp;
-        }
-    }
-}
-
-/// Receives the message `message` that `probed` found from `rank` into `buffer[range]`.
-fn matched(
-    buffer: &mut Vec<u8>,
-    range: Range<usize>,
-    count: c_int,
-    mut message: ffi::MPI_Message,
-    rank: Rank,
-    keep_waiting: &mut impl FnMut(Option<Rank>) -> bool,
-) -> Received {
-    // SAFETY: a constant MPI handle and a status MPI fills in before it is read.
-    let (mut request, mut status) = unsafe {
-        (
-            ffi::RSMPI_REQUEST_NULL,
-            std::mem::zeroed::<ffi::MPI_Status>(),
-        )
-    };
-    let into = &mut buffer[range];
-    // SAFETY: `into` is `count` writable bytes of `buffer`, borrowed mutably until this function
-    // returns; the receive is complete before it does, or else `buffer`'s allocation is leaked,
-    // never to be freed or touched again.
-    let code = unsafe {
-        ffi::MPI_Imrecv(
-            into.as_mut_ptr().cast(),
-            count,
-            u8::equivalent_datatype().as_raw(),
-            &mut message,
-            &mut request,
-        )
-    };
-    if code != 0 {
-        return Received::Failed(code);
-    }
-    loop {
-        let mut done: c_int = 0;
-        // SAFETY: `request` is the live receive posted above.
-        let code = unsafe { ffi::MPI_Test(&mut request, &mut done, &mut status) };
-        if code != 0 {
-            return Received::Failed(code);
-        }
-        if done != 0 {
+            // SAFETY: `into` is `count` writable bytes, borrowed until this blocking receive of
+            // the probed message returns.
+            let code = unsafe {
+                ffi::MPI_Mrecv(
+                    into.as_mut_ptr().cast(),
+                    count,
+                    u8::equivalent_datatype().as_raw(),
+                    &mut message,
+                    &mut status,
+                )
+            };
+            if code != 0 {
+                return Received::Failed(code);
+            }
             return Received::Message(Status::from_raw(status));
         }
-        if !keep_waiting(Some(rank)) {
-            let fresh = vec![0u8; buffer.len()];
-            std::mem::forget(std::mem::replace(buffer, fresh));
+        if !keep_waiting() {
             return Received::GaveUp;
         }
     }
