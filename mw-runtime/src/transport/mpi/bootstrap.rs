@@ -213,7 +213,7 @@ pub(crate) fn connect<T, S, R>(config: &RunConfig) -> Result<Option<Joined<T, S,
         );
     }
     let layout = layout::gather(&world, pool - launched);
-    let lifelines = lifeline::connect(&world, pool, pool - launched);
+    let lifelines = lifeline::connect(&world, pool, pool - launched, config.faults.liveness);
     if rank == 0 {
         if let Some(max) = config.max_workers.filter(|&m| m < launched) {
             eprintln!(
@@ -273,7 +273,12 @@ fn join_spawned<T, R>(
         finalize(universe, false);
         return None;
     };
-    lifeline::join_spawned(&joining.contact, secret, joining.index as u32 + 1);
+    lifeline::join_spawned(
+        &joining.contact,
+        secret,
+        joining.index as u32 + 1,
+        config.faults.liveness,
+    );
     let setup = WorkerSetup {
         index: joining.index,
         pool: joining.pool,

@@ -11,6 +11,13 @@
 //! The same connection tells a waiting worker that the master died, so that it leaves instead
 //! of waiting forever.
 //!
+//! A node that vanishes (powered off, its cable out) closes nothing: no end of the connection
+//! ever arrives. So both ends have the kernel probe a silent connection (TCP keepalive), and end
+//! it when the other node's kernel stops answering for as long as the liveness timeout: the
+//! master then reports the worker lost ("its node stopped answering"), and a worker that waits
+//! for the master, even after the run, stops waiting. A process that is only busy or stopped
+//! does not trip it, since its kernel answers the probes.
+//!
 //! Only the run's own workers can hold a lifeline. The master makes a secret for the run and
 //! hands it to the workers over MPI (a broadcast, or a spawned worker's private environment);
 //! a connection must present it with its rank within [`HELLO`] or it is closed, and a worker's
@@ -56,6 +63,10 @@ const ENDPOINTS: usize = ADDRESSES + 1;
 const ANSWER: usize = SECRET + ENDPOINTS * ADDRESS;
 /// A rank's pick that has no endpoint: it holds no lifeline.
 const NONE: u8 = u8::MAX;
+/// Keepalive probes sent to a silent node before its connection ends.
+const PROBES: u32 = 4;
+/// The longest wait before a keepalive probe Linux takes, in seconds.
+const MOST_SECONDS: u64 = 32_767;
 
 /// A worker's end, kept open until its process ends (closing it would tell the master the
 /// worker died), or until the next run replaces it.
@@ -259,6 +270,8 @@ pub(super) struct Lifelines {
     /// waited to be received.
     ended_at: Vec<Option<Instant>>,
     looked: Instant,
+    /// How long a worker's node may not answer before its connection ends.
+    silence: Duration,
 }
 
 /// What a look at the connections found: workers whose connection ended, and why.
@@ -266,10 +279,16 @@ pub(super) type Ended = Vec<(usize, String)>;
 
 /// Collective over `world`: every rank tells rank 0 its node and addresses; rank 0 listens
 /// where they reach it and answers with the secret and each rank's endpoint; the others
-/// connect. `slots` workers may be spawned later (on any node). `None` on the workers, and on
-/// the master when it could not listen at all (deaths are then noticed by the engine's liveness
+/// connect. `slots` workers may be spawned later (on any node). A connection whose other node
+/// stops answering for `silence` (the liveness timeout) ends. `None` on the workers, and on the
+/// master when it could not listen at all (deaths are then noticed by the engine's liveness
 /// timeout only).
-pub(super) fn connect(world: &SimpleCommunicator, pool: usize, slots: usize) -> Option<Lifelines> {
+pub(super) fn connect(
+    world: &SimpleCommunicator,
+    pool: usize,
+    slots: usize,
+    silence: Duration,
+) -> Option<Lifelines> {
     let root = world.process_at_rank(0);
     let node = node_identity();
     let mine = interfaces();
@@ -294,6 +313,7 @@ pub(super) fn connect(world: &SimpleCommunicator, pool: usize, slots: usize) -> 
                 &[SocketAddr::new(e.ip, e.port)],
                 world.rank() as u32,
                 &secret,
+                silence,
             ),
             None => eprintln!(
                 "warning: worker {} has no address to reach the master on; if it dies, the \
@@ -329,7 +349,7 @@ pub(super) fn connect(world: &SimpleCommunicator, pool: usize, slots: usize) -> 
             ips.push(*ip);
         }
     }
-    let lifelines = Lifelines::listen(&ips, node, pool);
+    let lifelines = Lifelines::listen(&ips, node, pool, silence);
     let contact = &lifelines.contact;
     answer[..SECRET].copy_from_slice(&contact.secret);
     for (endpoint, into) in contact
@@ -357,8 +377,9 @@ pub(super) fn connect(world: &SimpleCommunicator, pool: usize, slots: usize) -> 
 }
 
 /// On a spawned worker: connects its lifeline as the master's `contact` (encoded) says, with
-/// the run's `secret`, saying it is worker `rank - 1`.
-pub(super) fn join_spawned(contact: &str, secret: Secret, rank: u32) {
+/// the run's `secret`, saying it is worker `rank - 1`; it ends when the master's node stops
+/// answering for `silence`.
+pub(super) fn join_spawned(contact: &str, secret: Secret, rank: u32, silence: Duration) {
     let Some(contact) = Contact::decode(contact, secret) else {
         eprintln!(
             "warning: spawned worker {} was told no way to reach the master; if it dies, the \
@@ -368,12 +389,12 @@ pub(super) fn join_spawned(contact: &str, secret: Secret, rank: u32) {
         return;
     };
     let endpoints: Vec<SocketAddr> = contact.for_node(&node_identity()).collect();
-    join(&endpoints, rank, &contact.secret);
+    join(&endpoints, rank, &contact.secret, silence);
 }
 
 /// On a worker: connects its lifeline to the first of `endpoints` that answers, saying it is
 /// worker `rank - 1` of the run whose secret is `secret`.
-fn join(endpoints: &[SocketAddr], rank: u32, secret: &[u8; SECRET]) {
+fn join(endpoints: &[SocketAddr], rank: u32, secret: &[u8; SECRET], silence: Duration) {
     let mut kept = KEPT.lock().unwrap_or_else(|e| e.into_inner());
     // The last run's master is done with it.
     *kept = None;
@@ -382,7 +403,7 @@ fn join(endpoints: &[SocketAddr], rank: u32, secret: &[u8; SECRET]) {
     greeting[4..].copy_from_slice(secret);
     let mut last = io::Error::new(io::ErrorKind::NotFound, "no address for the master");
     for endpoint in endpoints {
-        match reach(*endpoint, &greeting) {
+        match reach(*endpoint, &greeting, silence) {
             Ok(stream) => {
                 *kept = Some(stream);
                 return;
@@ -433,21 +454,39 @@ pub(super) fn await_master_exit() {
 }
 
 /// Connects to the master and greets it.
-fn reach(endpoint: SocketAddr, greeting: &[u8]) -> io::Result<TcpStream> {
+fn reach(endpoint: SocketAddr, greeting: &[u8], silence: Duration) -> io::Result<TcpStream> {
     let mut stream = TcpStream::connect_timeout(&endpoint, CONNECT)?;
     stream.write_all(greeting)?;
     stream.set_nonblocking(true)?;
+    // Without it the lifeline still tells the master's end; only a vanished node goes unseen.
+    let _ = keep_alive(&stream, silence);
     Ok(stream)
+}
+
+/// Has the kernel end `stream` once the other node has not answered for about `silence`:
+/// probes start after half of it without a word, then [`PROBES`] of them share the rest (the
+/// kernel counts in whole seconds, from one to [`MOST_SECONDS`]).
+fn keep_alive(stream: &TcpStream, silence: Duration) -> io::Result<()> {
+    use rustix::net::sockopt;
+    let seconds = |d: Duration| d.clamp(Duration::from_secs(1), Duration::from_secs(MOST_SECONDS));
+    let idle = seconds(silence / 2);
+    let interval = seconds(silence.saturating_sub(idle) / PROBES);
+    sockopt::set_socket_keepalive(stream, true)?;
+    sockopt::set_tcp_keepidle(stream, idle)?;
+    sockopt::set_tcp_keepintvl(stream, interval)?;
+    sockopt::set_tcp_keepcnt(stream, PROBES)?;
+    Ok(())
 }
 
 impl Lifelines {
     /// Listens on each of `ips` (any port) for `pool` workers, on the node `node`; the
-    /// addresses it cannot listen on are left out, with a warning.
-    fn listen(ips: &[IpAddr], node: [u8; NODE], pool: usize) -> Self {
+    /// addresses it cannot listen on are left out, with a warning. A connection whose node
+    /// stops answering for `silence` ends.
+    fn listen(ips: &[IpAddr], node: [u8; NODE], pool: usize, silence: Duration) -> Self {
         let mut secret = [0u8; SECRET];
         if let Err(e) = getrandom::fill(&mut secret) {
             eprintln!("warning: the master cannot watch for dead workers (no secret: {e})");
-            return Lifelines::without(node, pool);
+            return Lifelines::without(node, pool, silence);
         }
         let mut listeners = Vec::new();
         let mut endpoints = Vec::new();
@@ -478,10 +517,11 @@ impl Lifelines {
             held: Vec::new(),
             ended_at: vec![None; pool],
             looked: Instant::now(),
+            silence,
         }
     }
 
-    fn without(node: [u8; NODE], pool: usize) -> Self {
+    fn without(node: [u8; NODE], pool: usize, silence: Duration) -> Self {
         Lifelines {
             listeners: Vec::new(),
             contact: Contact {
@@ -494,6 +534,7 @@ impl Lifelines {
             held: Vec::new(),
             ended_at: vec![None; pool],
             looked: Instant::now(),
+            silence,
         }
     }
 
@@ -520,6 +561,10 @@ impl Lifelines {
             let why = match stream.read(&mut byte) {
                 Ok(0) => "its process ended (connection closed)".to_owned(),
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+                Err(e) if e.kind() == io::ErrorKind::TimedOut => format!(
+                    "its node stopped answering for {:.0} s ({e})",
+                    self.silence.as_secs_f64()
+                ),
                 Err(e) => format!("its process ended ({e})"),
                 // Workers never write after their greeting: nothing to read is the live case.
                 Ok(_) => continue,
@@ -576,6 +621,8 @@ impl Lifelines {
         for listener in &self.listeners {
             while let Ok((stream, _)) = listener.accept() {
                 if stream.set_nonblocking(true).is_ok() {
+                    // As on the worker's side: without it, only a vanished node goes unseen.
+                    let _ = keep_alive(&stream, self.silence);
                     self.unnamed.push((stream, Instant::now()));
                 }
             }
@@ -615,6 +662,8 @@ mod tests {
 
     use super::*;
 
+    const SILENCE: Duration = Duration::from_secs(60);
+
     /// Looks again at once, not after [`LOOK_EVERY`].
     fn look_now(lifelines: &mut Lifelines, waiting: bool) -> Ended {
         lifelines.looked = Instant::now() - LOOK_EVERY;
@@ -622,7 +671,7 @@ mod tests {
     }
 
     fn loopback(pool: usize) -> (Lifelines, SocketAddr) {
-        let lifelines = Lifelines::listen(&[Ipv4Addr::LOCALHOST.into()], [0; NODE], pool);
+        let lifelines = Lifelines::listen(&[Ipv4Addr::LOCALHOST.into()], [0; NODE], pool, SILENCE);
         let endpoint = lifelines.contact.endpoints[0];
         (lifelines, endpoint)
     }
@@ -638,8 +687,8 @@ mod tests {
         let (mut lifelines, endpoint) = loopback(3);
         let secret = lifelines.contact.secret;
         // Ranks 1 and 3: workers 0 and 2; worker 1 never connects.
-        let first = reach(endpoint, &greeting(1, &secret)).unwrap();
-        let third = reach(endpoint, &greeting(3, &secret)).unwrap();
+        let first = reach(endpoint, &greeting(1, &secret), SILENCE).unwrap();
+        let third = reach(endpoint, &greeting(3, &secret), SILENCE).unwrap();
         std::thread::sleep(Duration::from_millis(50));
         assert!(look_now(&mut lifelines, false).is_empty(), "both alive");
 
@@ -666,14 +715,14 @@ mod tests {
     fn a_connection_without_the_secret_never_displaces_a_worker() {
         let (mut lifelines, endpoint) = loopback(2);
         let secret = lifelines.contact.secret;
-        let worker = reach(endpoint, &greeting(1, &secret)).unwrap();
+        let worker = reach(endpoint, &greeting(1, &secret), SILENCE).unwrap();
         std::thread::sleep(Duration::from_millis(50));
         assert!(look_now(&mut lifelines, false).is_empty());
 
         // Another local user, who knows the port but not the secret, claims rank 1; so does a
         // second connection that somehow had the secret: neither takes the lifeline over.
-        let wrong = reach(endpoint, &greeting(1, &[7; SECRET])).unwrap();
-        let again = reach(endpoint, &greeting(1, &secret)).unwrap();
+        let wrong = reach(endpoint, &greeting(1, &[7; SECRET]), SILENCE).unwrap();
+        let again = reach(endpoint, &greeting(1, &secret), SILENCE).unwrap();
         // One that says nothing is closed after `HELLO`.
         let silent = TcpStream::connect(endpoint).unwrap();
         std::thread::sleep(Duration::from_millis(50));
@@ -695,6 +744,43 @@ mod tests {
         drop(worker);
         std::thread::sleep(Duration::from_millis(50));
         assert_eq!(look_now(&mut lifelines, false).len(), 1);
+    }
+
+    /// What the kernel was told: keepalive on, probes after `idle` s, every `interval` s, how many.
+    fn probing(stream: &TcpStream) -> (bool, u64, u64, u32) {
+        use rustix::net::sockopt;
+        (
+            sockopt::socket_keepalive(stream).unwrap(),
+            sockopt::tcp_keepidle(stream).unwrap().as_secs(),
+            sockopt::tcp_keepintvl(stream).unwrap().as_secs(),
+            sockopt::tcp_keepcnt(stream).unwrap(),
+        )
+    }
+
+    #[test]
+    fn both_ends_probe_a_silent_node_for_as_long_as_the_liveness_timeout() {
+        let silence = Duration::from_secs(20);
+        let mut lifelines = Lifelines::listen(&[Ipv4Addr::LOCALHOST.into()], [0; NODE], 1, silence);
+        let endpoint = lifelines.contact.endpoints[0];
+        let secret = lifelines.contact.secret;
+        let worker = reach(endpoint, &greeting(1, &secret), silence).unwrap();
+        std::thread::sleep(Duration::from_millis(50));
+        assert!(look_now(&mut lifelines, false).is_empty());
+        let master = lifelines.named[0].as_ref().expect("greeted");
+        // 10 s without a word, then 4 probes 3 s apart (2.5 s, in whole seconds up): 22 s.
+        assert_eq!(probing(&worker), (true, 10, 3, PROBES));
+        assert_eq!(probing(master), (true, 10, 3, PROBES));
+
+        // A short timeout still gives the kernel whole seconds; a long one stays in its range.
+        let short = reach(endpoint, &greeting(2, &secret), Duration::from_millis(300)).unwrap();
+        assert_eq!(probing(&short), (true, 1, 1, PROBES));
+        let long = reach(
+            endpoint,
+            &greeting(2, &secret),
+            Duration::from_secs(1 << 30),
+        )
+        .unwrap();
+        assert_eq!(probing(&long), (true, MOST_SECONDS, MOST_SECONDS, PROBES));
     }
 
     #[test]

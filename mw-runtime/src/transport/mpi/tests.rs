@@ -48,7 +48,12 @@ fn a_dead_worker_is_lost_once_and_a_stopped_one_is_ended() {
     let universe = mpi::initialize().unwrap();
     let world = universe.world().duplicate();
     let layout = layout::gather(&world, 0);
-    let lifelines = lifeline::connect(&world, world.size() as usize - 1, 0);
+    let lifelines = lifeline::connect(
+        &world,
+        world.size() as usize - 1,
+        0,
+        Duration::from_secs(60),
+    );
     if world.rank() != 0 {
         let rank = world.rank();
         let mut link = MpiWorker::<u32, u32>::new(world, Protocol::Async);
