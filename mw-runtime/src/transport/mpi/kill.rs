@@ -1,7 +1,8 @@
 //! Ending a worker's process that the master gave up on: `MPI_Finalize` waits for every rank, so a
 //! rank that never answers (stopped, or stuck in its code) would hold the whole job forever.
 //! Where the launcher keeps the job when a rank ends (recovery), it is ended at once; else
-//! ending it ends the whole job, so it is ended only as the master exits.
+//! ending it ends the whole job, so it is ended only as the master exits. A worker stranded in
+//! its run after the master is gone ends itself the same way (`lifeline::watch`).
 #![allow(unsafe_code)]
 
 use std::io;

@@ -31,6 +31,7 @@
 use std::io::{self, Read, Write};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpListener, TcpStream, UdpSocket};
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use mpi::topology::{Communicator, SimpleCommunicator};
@@ -44,6 +45,8 @@ pub(super) const HELLO: Duration = Duration::from_secs(1);
 const LOOK_EVERY: Duration = Duration::from_millis(10);
 /// How long a worker whose connection ended has for its last messages to be received.
 const LAST_WORDS: Duration = Duration::from_millis(200);
+/// How long a worker whose lifeline ended may still be in its run before it ends itself.
+const STRANDED: Duration = Duration::from_secs(10);
 /// Bytes of the run's secret.
 const SECRET: usize = 16;
 /// What a worker sends first: its rank (little-endian `u32`), then the secret.
@@ -71,6 +74,11 @@ const MOST_SECONDS: u64 = 32_767;
 /// A worker's end, kept open until its process ends (closing it would tell the master the
 /// worker died), or until the next run replaces it.
 static KEPT: Mutex<Option<TcpStream>> = Mutex::new(None);
+
+/// Runs this worker joined so far, and the one it is in (0 once it left it): what the watch of
+/// a lifeline checks before it ends the process.
+static JOINED: AtomicU64 = AtomicU64::new(0);
+static IN_RUN: AtomicU64 = AtomicU64::new(0);
 
 /// An address of an interface, or an endpoint (then `prefix` is unused and `port` set).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -405,6 +413,9 @@ fn join(endpoints: &[SocketAddr], rank: u32, secret: &[u8; SECRET], silence: Dur
     for endpoint in endpoints {
         match reach(*endpoint, &greeting, silence) {
             Ok(stream) => {
+                if let Ok(watched) = stream.try_clone() {
+                    watch(watched);
+                }
                 *kept = Some(stream);
                 return;
             }
@@ -416,6 +427,58 @@ fn join(endpoints: &[SocketAddr], rank: u32, secret: &[u8; SECRET], silence: Dur
          only by its silence",
         rank - 1
     );
+}
+
+/// On a worker: a thread that waits for the end of the lifeline `stream` (the master's process
+/// ended, or its node stopped answering) and ends this process if it is still in the same run
+/// [`STRANDED`] later. The worker's own waits notice the master's end within 100 ms and leave;
+/// but a rank can be held inside the MPI library, where none of the runtime's waits runs:
+/// MPICH's `MPI_Test` was seen blocked for good in a read from its process manager, whose link
+/// to the launcher went with a node's cable. Such a rank serves no one, and nothing else would
+/// end it.
+fn watch(stream: TcpStream) {
+    use rustix::event::{PollFd, PollFlags, poll};
+    let run = JOINED.fetch_add(1, Ordering::Relaxed) + 1;
+    IN_RUN.store(run, Ordering::Relaxed);
+    let watching = move || {
+        loop {
+            let mut fds = [PollFd::new(&stream, PollFlags::IN | PollFlags::RDHUP)];
+            match poll(&mut fds, None) {
+                Err(rustix::io::Errno::INTR) => continue,
+                Err(_) => return,
+                Ok(_) => {}
+            }
+            let mut byte = [0u8; 1];
+            match stream.peek(&mut byte) {
+                Ok(0) => break,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(_) => break,
+                // The master never writes on a lifeline.
+                Ok(_) => return,
+            }
+        }
+        std::thread::sleep(STRANDED);
+        if IN_RUN.load(Ordering::Relaxed) == run {
+            eprintln!(
+                "warning: the master is gone, and {} s later this worker has not left its run \
+                 (held in a task, or inside the MPI library); it ends",
+                STRANDED.as_secs()
+            );
+            // At once, by SIGKILL: no exit handler runs, and an MPI library's might wait where
+            // this rank is held.
+            let _ = super::kill::kill(std::process::id());
+        }
+    };
+    // Without the thread, only a rank held inside MPI goes unended, as before.
+    let _ = std::thread::Builder::new()
+        .name("mw-lifeline".into())
+        .spawn(watching);
+}
+
+/// On a worker: it leaves its run; the watch of its lifeline no longer ends the process.
+pub(super) fn left_run() {
+    IN_RUN.store(0, Ordering::Relaxed);
 }
 
 /// On a worker: whether the master's process ended (its end of the connection closed). A master

@@ -84,6 +84,7 @@ impl<T, R> MpiWorker<T, R> {
     /// rank leaves without `MPI_Finalize`, and the master may still be writing its results.
     /// Then it ends the processes the master left to it.
     pub(super) fn leave(self) -> bool {
+        lifeline::left_run();
         if self.leave_unfinalized || !self.after_master.is_empty() {
             lifeline::await_master_exit();
         }
