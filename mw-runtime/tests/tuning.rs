@@ -4,6 +4,7 @@
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
+use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
 use mw_runtime::prelude::*;
@@ -80,6 +81,17 @@ impl Worker for Napper {
     }
 }
 
+/// The machine, one test at a time: these tests judge what the tuner decides from measured
+/// times and load, and one of them loads every core on purpose; the harness would run them side
+/// by side, each the others' "other programs".
+static MACHINE: Mutex<()> = Mutex::new(());
+
+fn machine() -> MutexGuard<'static, ()> {
+    MACHINE
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
 fn run(config: &RunConfig, master: Sleepy) -> RunMetrics {
     let report = mw_runtime::run_config(config, || master, Napper::default).unwrap();
     report.into_metrics().unwrap()
@@ -91,6 +103,7 @@ fn run(config: &RunConfig, master: Sleepy) -> RunMetrics {
 /// one worker runs alone.
 #[test]
 fn a_short_first_iteration_is_sized_within_itself() {
+    let _machine = machine();
     let config = RunConfig {
         workers: Some(1),
         max_workers: Some(16),
@@ -124,6 +137,7 @@ fn a_short_first_iteration_is_sized_within_itself() {
 
 #[test]
 fn a_run_starting_at_one_worker_grows_to_several() {
+    let _machine = machine();
     let config = RunConfig {
         workers: Some(1),
         max_workers: Some(16),
@@ -181,6 +195,7 @@ fn a_run_starting_at_one_worker_grows_to_several() {
 /// is that load, not an imbalance, and the pool grows all the same.
 #[test]
 fn a_bag_of_sleeping_tasks_grows_beside_a_busy_program() {
+    let _machine = machine();
     use std::sync::Arc;
     use std::sync::atomic::{AtomicBool, Ordering};
     let stop = Arc::new(AtomicBool::new(false));
@@ -217,6 +232,7 @@ fn a_bag_of_sleeping_tasks_grows_beside_a_busy_program() {
 
 #[test]
 fn tune_off_keeps_the_settings() {
+    let _machine = machine();
     let config = RunConfig {
         workers: Some(1),
         max_workers: Some(8),
@@ -243,6 +259,7 @@ fn connect(addr: &ControlAddr) -> mw_runtime::tuning::control::ControlStream {
 
 #[test]
 fn nworkers_set_from_outside_takes_effect_and_is_logged() {
+    let _machine = machine();
     let dir = tempfile::tempdir().unwrap();
     let socket = dir.path().join("control.sock");
     let addr = ControlAddr::Unix(socket.clone());
