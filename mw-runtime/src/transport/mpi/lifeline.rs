@@ -448,14 +448,9 @@ fn watch(stream: TcpStream) {
                 Err(_) => return,
                 Ok(_) => {}
             }
-            let mut byte = [0u8; 1];
-            match stream.peek(&mut byte) {
-                Ok(0) => break,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(_) => break,
-                // The master never writes on a lifeline.
-                Ok(_) => return,
+            // Read, not peeked: a stray byte is taken, and the next poll waits again.
+            if end_of((&stream).read(&mut [0u8; 1])).is_some() {
+                break;
             }
         }
         std::thread::sleep(STRANDED);
@@ -488,12 +483,7 @@ pub(super) fn master_gone() -> bool {
     let Some(stream) = kept.as_mut() else {
         return false;
     };
-    let mut byte = [0u8; 1];
-    match stream.read(&mut byte) {
-        Ok(0) => true,
-        Ok(_) => false,
-        Err(e) => e.kind() != io::ErrorKind::WouldBlock,
-    }
+    end_of(stream.read(&mut [0u8; 1])).is_some()
 }
 
 /// On a worker: waits until the master's process has ended (its end of the connection closed,
@@ -513,6 +503,32 @@ pub(super) fn await_master_exit() {
             Err(e) if e.kind() != io::ErrorKind::Interrupted => return,
             _ => {}
         }
+    }
+}
+
+/// How a lifeline ended.
+enum End {
+    /// The other process closed it: it ended, however it ended.
+    Closed,
+    /// The kernel ended it: the other node stopped answering its probes, or the connection broke.
+    Failed(io::Error),
+}
+
+/// Whether a lifeline ended, from one read or peek of it (non-blocking, or after a poll). After
+/// its greeting a lifeline carries nothing, so a byte read tells as little as none waiting.
+fn end_of(read: io::Result<usize>) -> Option<End> {
+    match read {
+        Ok(0) => Some(End::Closed),
+        Ok(_) => None,
+        Err(e)
+            if matches!(
+                e.kind(),
+                io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted
+            ) =>
+        {
+            None
+        }
+        Err(e) => Some(End::Failed(e)),
     }
 }
 
@@ -620,17 +636,14 @@ impl Lifelines {
             let Some(stream) = &mut self.named[worker] else {
                 continue;
             };
-            let mut byte = [0u8; 1];
-            let why = match stream.read(&mut byte) {
-                Ok(0) => "its process ended (connection closed)".to_owned(),
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
-                Err(e) if e.kind() == io::ErrorKind::TimedOut => format!(
+            let why = match end_of(stream.read(&mut [0u8; 1])) {
+                None => continue,
+                Some(End::Closed) => "its process ended (connection closed)".to_owned(),
+                Some(End::Failed(e)) if e.kind() == io::ErrorKind::TimedOut => format!(
                     "its node stopped answering for {:.0} s ({e})",
                     self.silence.as_secs_f64()
                 ),
-                Err(e) => format!("its process ended ({e})"),
-                // Workers never write after their greeting: nothing to read is the live case.
-                Ok(_) => continue,
+                Some(End::Failed(e)) => format!("its process ended ({e})"),
             };
             // The end of a connection stays: it is seen again at the next look, once the
             // worker's last messages are taken. For a short while only: a message the worker
@@ -652,12 +665,7 @@ impl Lifelines {
         let Some(Some(stream)) = self.named.get(worker) else {
             return false;
         };
-        let mut byte = [0u8; 1];
-        match stream.peek(&mut byte) {
-            Ok(0) => true,
-            Err(e) => e.kind() != io::ErrorKind::WouldBlock,
-            Ok(_) => false,
-        }
+        end_of(stream.peek(&mut [0u8; 1])).is_some()
     }
 
     /// Stops watching `worker`: it finished, or the master gave up on it. Its connection stays
