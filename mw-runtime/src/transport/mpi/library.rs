@@ -76,6 +76,35 @@ impl Library {
     }
 }
 
+impl Library {
+    /// Why a rank given up on is ended only as the master exits under this library when the
+    /// runtime sees no launch line that survives a lost rank: what that line is, and whether a
+    /// rank could have seen it (hydra tells its ranks nothing of `-disable-auto-cleanup`).
+    fn without_recovery(&self) -> &'static str {
+        match (self.vendor, self.major()) {
+            (Vendor::OpenMpi, "4") => {
+                "without `--mca orte_enable_recovery 1` mpirun ends the whole job with it"
+            }
+            (Vendor::OpenMpi, _) => "without `--with-ft ulfm` mpirun ends the whole job with it",
+            (Vendor::Intel, _) => {
+                "mpiexec ends the whole job with it unless it was given `-disable-auto-cleanup`, \
+                 which its ranks cannot see"
+            }
+            (Vendor::Mpich, _) => "MPICH's mpiexec ends the whole job with it, whatever its line",
+        }
+    }
+}
+
+/// [`Library::without_recovery`] for the library this process runs on.
+pub(super) fn without_recovery() -> &'static str {
+    running().map_or(
+        "without a launch line that survives a lost rank (`--mca orte_enable_recovery 1` on \
+         Open MPI 4, `--with-ft ulfm` on Open MPI 5, `-disable-auto-cleanup` on Intel MPI) the \
+         launcher ends the whole job with it",
+        Library::without_recovery,
+    )
+}
+
 impl std::fmt::Display for Library {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let name = match self.vendor {
@@ -202,6 +231,15 @@ mod tests {
         for name in ["Open MPI 4.1.4", "MPICH 5.0.2", "Intel MPI 2021.19.0"] {
             assert_eq!(Library::from_name(name).unwrap().to_string(), name);
         }
+    }
+
+    #[test]
+    fn a_rank_ended_late_for_want_of_recovery_names_its_librarys_line() {
+        let why = |text| read(text).without_recovery();
+        assert!(why(OPEN_MPI_4).contains("`--mca orte_enable_recovery 1`"));
+        assert!(why(OPEN_MPI_5).contains("`--with-ft ulfm`"));
+        assert!(why(INTEL).contains("`-disable-auto-cleanup`"));
+        assert!(why(MPICH).contains("whatever its line"));
     }
 
     fn said(built: &str, running: &str, vars: &[(&str, &str)]) -> Vec<String> {

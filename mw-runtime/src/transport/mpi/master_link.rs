@@ -14,6 +14,7 @@ use super::framing::{
 };
 use super::kill;
 use super::layout::Place;
+use super::library;
 use super::lifeline::Lifelines;
 use super::messages::decode;
 use super::posted::Posted;
@@ -747,14 +748,15 @@ impl<T, S, R> MpiMaster<T, S, R> {
             if !recovery && kill::at_exit(pid) {
                 eprintln!(
                     "warning: worker {worker} (rank {rank}, process {pid}) was given up on; it is \
-                     ended as the master exits, since {NO_RECOVERY}"
+                     ended as the master exits, since {}",
+                    library::without_recovery()
                 );
                 return;
             }
             let why = if recovery {
                 String::new()
             } else {
-                format!("; {NO_RECOVERY}")
+                format!("; {}", library::without_recovery())
             };
             match kill::kill(pid) {
                 Ok(()) => eprintln!(
@@ -782,7 +784,10 @@ impl<T, S, R> MpiMaster<T, S, R> {
                 let when = if recovery {
                     String::new()
                 } else {
-                    format!(" once the master has exited, since {NO_RECOVERY}")
+                    format!(
+                        " once the master has exited, since {}",
+                        library::without_recovery()
+                    )
                 };
                 eprintln!(
                     "warning: worker {worker} (rank {rank}) was given up on; worker {helper} ends \
@@ -798,11 +803,6 @@ impl<T, S, R> MpiMaster<T, S, R> {
         }
     }
 }
-
-/// Why a process given up on is ended only as the master exits.
-const NO_RECOVERY: &str = "without a launch line that survives a lost rank (`--mca \
-     orte_enable_recovery 1` on Open MPI 4, `--with-ft ulfm` on Open MPI 5) mpirun ends the \
-     whole job with it";
 
 /// An answer's bytes decoded over `done` ([`Done::decode_in_place`]).
 #[inline]
