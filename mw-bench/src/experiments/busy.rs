@@ -7,9 +7,16 @@
 //! tuner must neither grow computing work past the cores nor shrink it for that load (the tuning
 //! README, "On a busy machine"). The other program here is this process: one thread spinning on
 //! each core for the whole experiment. Each repeat runs the fixed count, the tuner from its
-//! default start (one worker per core) and the tuner from one worker, in rotating order, so that
-//! all three meet the same machine. Targets: every tuned run within [`RATIO_TARGET`] of the
-//! fixed run of its repeat, and at most [`ROLLBACK_TARGET`] changes rolled back in a run.
+//! default start (one worker per core), the tuner from one worker and the fixed count again, in
+//! rotating order, so that all four meet the same machine. Targets: every tuned run within
+//! [`RATIO_TARGET`] of the fixed run of its repeat, and at most [`ROLLBACK_TARGET`] changes
+//! rolled back in a run.
+//!
+//! Beside spinning threads the same fixed run varies by several percent from one run to the
+//! next (where the scheduler puts its workers against the spinners), as much as the target
+//! allows. The second fixed run measures that: a tuned run slower than the target but no further
+//! from its fixed run than the fixed run is from itself is inside the noise, neither a miss nor
+//! a success, and the verdict says so.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -41,7 +48,7 @@ fn plan(size: Size) -> Plan {
         Size::Full => Plan {
             bodies: 4000,
             steps: 40,
-            repeats: 3,
+            repeats: 4,
         },
         Size::Tiny => Plan {
             bodies: 200,
@@ -60,22 +67,32 @@ pub enum Setting {
     Tuned,
     /// Tuned from `--workers 1`.
     FromOne,
+    /// [`Setting::Fixed`] once more: how far the same run varies.
+    FixedAgain,
 }
 
 impl Setting {
-    const ALL: [Setting; 3] = [Setting::Fixed, Setting::Tuned, Setting::FromOne];
+    const ALL: [Setting; 4] = [
+        Setting::Fixed,
+        Setting::Tuned,
+        Setting::FromOne,
+        Setting::FixedAgain,
+    ];
 
     fn label(self) -> &'static str {
         match self {
             Setting::Fixed => "fixed at the cores",
             Setting::Tuned => "tuned (default start)",
             Setting::FromOne => "tuned from one worker",
+            Setting::FixedAgain => "fixed at the cores, again",
         }
     }
 
     fn args(self, cores: usize) -> Vec<String> {
         let args = match self {
-            Setting::Fixed => vec!["--workers", "C", "--max-workers", "C", "--tuning", "off"],
+            Setting::Fixed | Setting::FixedAgain => {
+                vec!["--workers", "C", "--max-workers", "C", "--tuning", "off"]
+            }
             Setting::Tuned => Vec::new(),
             Setting::FromOne => vec!["--workers", "1"],
         };
@@ -150,7 +167,7 @@ impl Drop for Spinners {
     }
 }
 
-/// The tuned runs of `setting` over the fixed run of the same repeat.
+/// The runs of `setting` over the fixed run of the same repeat.
 pub fn ratios(runs: &[Run], setting: Setting) -> Vec<f64> {
     runs.iter()
         .filter(|r| r.setting == setting)
@@ -163,12 +180,24 @@ pub fn ratios(runs: &[Run], setting: Setting) -> Vec<f64> {
         .collect()
 }
 
+/// How far the fixed run is from itself, at most, over the repeats: the larger of the second
+/// fixed run over the first and the first over the second (`1.0` with no second run).
+pub fn noise(runs: &[Run]) -> f64 {
+    ratios(runs, Setting::FixedAgain)
+        .iter()
+        .map(|&r| r.max(1.0 / r))
+        .fold(1.0, f64::max)
+}
+
 /// The targets against the numbers, run by run: each tuned run within [`RATIO_TARGET`] of its
 /// repeat's fixed run, at most [`ROLLBACK_TARGET`] rollbacks in any run, and no run past the
-/// cores.
+/// cores. A run past the ratio target but within the fixed run's own [`noise`] is neither met
+/// nor missed: a setting whose runs are all met or inside the noise makes the verdict at best
+/// partly reproduced.
 pub fn verdict(runs: &[Run], cores: usize) -> Verdict {
+    let noise = noise(runs);
     let mut parts = Vec::new();
-    let mut met = 0;
+    let (mut met, mut unresolved) = (0, 0);
     let mut judged = 0;
     for setting in [Setting::Tuned, Setting::FromOne] {
         let ratios = ratios(runs, setting);
@@ -179,16 +208,30 @@ pub fn verdict(runs: &[Run], cores: usize) -> Verdict {
             .filter(|r| r.workers.iter().any(|&w| w > cores))
             .count();
         let within = ratios.iter().filter(|&&r| r <= RATIO_TARGET).count();
+        let in_noise = ratios
+            .iter()
+            .filter(|&&r| r > RATIO_TARGET && r <= noise)
+            .count();
         let worst = ratios.iter().copied().fold(f64::NAN, f64::max);
         judged += 1;
-        if within == ratios.len() && !ratios.is_empty() && rollbacks <= ROLLBACK_TARGET && past == 0
-        {
+        let others_met = !ratios.is_empty() && rollbacks <= ROLLBACK_TARGET && past == 0;
+        if others_met && within == ratios.len() {
             met += 1;
+        } else if others_met && within + in_noise == ratios.len() {
+            unresolved += 1;
         }
+        let noisy = if in_noise > 0 {
+            format!(
+                ", {in_noise} more no further from it than the fixed run is from itself \
+                 (inside the noise)"
+            )
+        } else {
+            String::new()
+        };
         parts.push(format!(
-            "{}: {within} of {} runs within {RATIO_TARGET:.2}× the fixed run (worst {}×), \
-             at most {rollbacks} rollback{} in a run (target ≤ {ROLLBACK_TARGET}), {past} run{} \
-             past the {cores} cores",
+            "{}: {within} of {} runs within {RATIO_TARGET:.2}× the fixed run{noisy} (worst \
+             {}×), at most {rollbacks} rollback{} in a run (target ≤ {ROLLBACK_TARGET}), {past} \
+             run{} past the {cores} cores",
             setting.label(),
             ratios.len(),
             against(worst, RATIO_TARGET),
@@ -198,12 +241,12 @@ pub fn verdict(runs: &[Run], cores: usize) -> Verdict {
     }
     let why = format!(
         "N-Body beside a program spinning on every core, against N-Body fixed at {cores} \
-         workers beside it: {}.",
+         workers beside it: {}; the fixed run against itself: up to {noise:.2}× apart.",
         parts.join("; ")
     );
     if met == judged {
         Verdict::Reproduced(why)
-    } else if met > 0 {
+    } else if met + unresolved > 0 {
         Verdict::Partly(why)
     } else {
         Verdict::Not(why)
@@ -278,9 +321,10 @@ pub fn run(size: Size) -> Result<Section, BenchError> {
     let ours = format!(
         "The `nbody` example, {} bodies for {} steps on threads, beside {cores} threads of \
          another process spinning for the whole experiment (one per core). {} repeat{}, each \
-         running the three settings in rotating order: fixed at {cores} workers (`--workers \
+         running the four settings in rotating order: fixed at {cores} workers (`--workers \
          {cores} --max-workers {cores} --tuning off`), tuned from the example's default start, \
-         and tuned from `--workers 1`. The runtime's total time; a tuned run over the fixed run \
+         tuned from `--workers 1`, and fixed again, which shows how far the same run varies \
+         beside the spinning threads. The runtime's total time; a run over the first fixed run \
          of its repeat.\n\n{}",
         plan.bodies,
         plan.steps,
@@ -345,6 +389,22 @@ mod tests {
             Verdict::Partly(why) => assert!(why.contains("worst 1.10×"), "{why}"),
             other => panic!("{other:?}"),
         }
+        // Past the target, but no further than the fixed run from itself: not a miss.
+        let mut noisy = slow.to_vec();
+        noisy.push(run(Setting::FixedAgain, 0, 1120.0, &[2, 2], 0));
+        match verdict(&noisy, 2) {
+            Verdict::Partly(why) => assert!(
+                why.contains("1 more no further from it than the fixed run is from itself")
+                    && why.contains("up to 1.12× apart"),
+                "{why}"
+            ),
+            other => panic!("{other:?}"),
+        }
+        noisy[1].ms = 1080.0;
+        assert!(matches!(verdict(&noisy, 2), Verdict::Partly(_)));
+        // A fixed run that repeats itself leaves no room.
+        noisy[3].ms = 1000.0;
+        assert!(matches!(verdict(&noisy, 2), Verdict::Not(_)));
         let mut grown = good.clone();
         grown[1].workers = vec![2, 3];
         grown[2].rollbacks = 2;
