@@ -27,7 +27,9 @@ pub(crate) fn since(earlier: Instant) -> Duration {
 /// A worker thread's CPU time around the processing of a chunk: with the chunk's wall time, it
 /// tells whether tasks keep a core busy (and so compete for the machine's cores) or wait
 /// (sleep, I/O) and leave it. A read is a system call of a few hundred nanoseconds, so a chunk
-/// is measured only when the one before took long enough for the read not to matter.
+/// is measured only when it is expected to take long enough for the read not to matter: its
+/// tasks at the pace of the chunk before. (Not by the chunk before's own length: a run's first
+/// chunks are small probes, and the large chunk after them would go unmeasured.)
 ///
 /// On Linux it also reads the thread's run-queue wait (the run delay of its scheduler
 /// statistics): the time the thread was ready to run and waited for a core, because other
@@ -36,30 +38,20 @@ pub(crate) fn since(earlier: Instant) -> Duration {
 /// answer and the chunk's start it is the worker's late wake-up for the chunk, which a busy
 /// machine adds to the chunk's trip as if the link were slower. That read costs a few
 /// microseconds, so it needs a longer chunk before it.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub(crate) struct CpuMeter {
-    measure: bool,
+    /// Processing time per task of the last chunk, once there was one.
+    per_task: Option<Duration>,
+    /// Tasks of the chunk begun.
+    tasks: usize,
     started: Option<cpu_time::ThreadTime>,
     run_queue: RunQueue,
 }
 
-/// Processing time below which a chunk's successor is not measured.
+/// Expected processing time below which a chunk's CPU time is not measured.
 const CPU_WORTH_MEASURING: Duration = Duration::from_micros(20);
-/// Processing time below which a chunk's successor's run-queue wait is not measured.
+/// Expected processing time below which a chunk's run-queue wait is not measured.
 const WAIT_WORTH_MEASURING: Duration = Duration::from_micros(200);
-
-impl Default for CpuMeter {
-    fn default() -> Self {
-        CpuMeter {
-            measure: true,
-            started: None,
-            run_queue: RunQueue {
-                measure: true,
-                ..RunQueue::default()
-            },
-        }
-    }
-}
 
 /// What the meter measured of a chunk, in ns.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -74,22 +66,31 @@ pub(crate) struct CpuUse {
 }
 
 impl CpuMeter {
-    /// A chunk begins.
+    /// A chunk of `tasks` tasks begins.
     #[inline]
-    pub(crate) fn begin(&mut self) {
-        self.started = if self.measure {
+    pub(crate) fn begin(&mut self, tasks: usize) {
+        // The first chunk is measured: nothing tells its length.
+        let expected = self
+            .per_task
+            .map(|t| t.checked_mul(u32::try_from(tasks).unwrap_or(u32::MAX)));
+        let worth = |least| expected.is_none_or(|e| e.is_none_or(|e| e >= least));
+        self.tasks = tasks;
+        self.started = if worth(CPU_WORTH_MEASURING) {
             cpu_time::ThreadTime::try_now().ok()
         } else {
             None
         };
-        self.run_queue.begin();
+        self.run_queue.begin(worth(WAIT_WORTH_MEASURING));
     }
 
     /// The chunk, which took `busy` of wall time, ended: its CPU time and run-queue wait, those
     /// measured.
     pub(crate) fn end(&mut self, busy: Duration) -> CpuUse {
-        self.measure = busy >= CPU_WORTH_MEASURING;
-        let (wait_ns, late_ns) = self.run_queue.end(busy >= WAIT_WORTH_MEASURING);
+        self.per_task = u32::try_from(self.tasks)
+            .ok()
+            .filter(|&n| n > 0)
+            .map(|n| busy / n);
+        let (wait_ns, late_ns) = self.run_queue.end();
         let cpu_ns = self.started.take().and_then(|started| {
             let cpu = cpu_time::ThreadTime::try_now().ok()?.as_duration();
             let spent = cpu.checked_sub(started.as_duration())?;
@@ -117,20 +118,18 @@ struct RunQueue {
     late: Option<u64>,
     /// The run delay when the last chunk ended, when measured.
     ended: Option<u64>,
-    /// Whether the next chunk is measured.
-    measure: bool,
 }
 
 impl RunQueue {
-    fn begin(&mut self) {
+    /// A chunk begins; `measure` says whether its wait is read.
+    fn begin(&mut self, measure: bool) {
         let ended = self.ended.take();
-        self.started = if self.measure { self.read() } else { None };
+        self.started = if measure { self.read() } else { None };
         self.late = self.started.zip(ended).and_then(|(s, e)| s.checked_sub(e));
     }
 
     /// The wait in the chunk, and before it.
-    fn end(&mut self, worth_it: bool) -> (Option<u64>, Option<u64>) {
-        self.measure = worth_it;
+    fn end(&mut self) -> (Option<u64>, Option<u64>) {
         let late = self.late.take();
         let Some(started) = self.started.take() else {
             return (None, None);
@@ -173,7 +172,8 @@ mod tests {
     use super::*;
 
     /// On Linux a thread reads its own run-queue wait, and with its CPU time it fits in the
-    /// chunk's wall time; a short chunk's successor is not measured.
+    /// chunk's wall time; a chunk expected to be short is not measured, one expected to be long
+    /// is, whatever the chunk before took.
     #[test]
     #[cfg(target_os = "linux")]
     fn the_run_queue_wait_is_read_on_linux() {
@@ -190,7 +190,7 @@ mod tests {
         };
         let (mut last, mut wall) = (CpuUse::default(), Duration::ZERO);
         for _ in 0..3 {
-            meter.begin();
+            meter.begin(1);
             wall = chunk();
             last = meter.end(wall);
         }
@@ -204,8 +204,16 @@ mod tests {
             cpu + wait <= wall.as_nanos() as u64 + 100_000,
             "{last:?} in {wall:?}"
         );
+        // A task of 10 µs: one is not worth reading the wait for, a hundred are.
         meter.end(Duration::from_micros(10));
-        meter.begin();
-        assert_eq!(meter.end(Duration::from_micros(10)).wait_ns, None);
+        meter.begin(1);
+        let short = meter.end(Duration::from_micros(10));
+        assert_eq!(
+            (short.wait_ns, short.cpu_ns.is_some()),
+            (None, false),
+            "{short:?}"
+        );
+        meter.begin(100);
+        assert!(meter.end(chunk()).wait_ns.is_some());
     }
 }

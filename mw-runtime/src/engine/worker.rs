@@ -116,7 +116,7 @@ fn process<W: Worker, B: Fn() -> W>(
     results.reserve(chunk.tasks.len());
     let mut failed = Vec::new();
     let mut task_ms = Moments::default();
-    cpu.begin();
+    cpu.begin(chunk.tasks.len());
     let started = clock::now();
     let mut begun = started;
     for (offset, task) in chunk.tasks.iter().enumerate() {
