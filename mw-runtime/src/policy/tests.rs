@@ -320,30 +320,6 @@ fn a_policy_out_of_bounds_is_named() {
 }
 
 #[test]
-fn auto_cannot_be_set_while_running_but_every_other_policy_can() {
-    use crate::tuning::tunables::{TunableId, Tunables, TunablesHandle};
-    let start = Tunables {
-        nworkers: 2,
-        factor: 0.5,
-        policy: PolicyName::Daf.into(),
-    };
-    let handle = TunablesHandle::new(start, 4);
-    let e = handle
-        .parse("policy", "auto")
-        .and_then(|change| handle.request(change, "application"))
-        .unwrap_err()
-        .to_string();
-    assert!(e.contains("`auto`") && e.contains("--policy auto"), "{e}");
-    for name in PolicyName::ALL
-        .into_iter()
-        .filter(|&p| p != PolicyName::Auto)
-    {
-        let change = TunableId::POLICY.change(name.into());
-        assert!(handle.request(change, "application").is_ok(), "{name}");
-    }
-}
-
-#[test]
 fn the_names_list_every_policy_once_in_order() {
     let names = PolicyName::all_names();
     assert!(

@@ -8,11 +8,8 @@ use crate::clock;
 use serde_json::Value;
 
 use super::chrome::write_to;
-use super::{MasterWork, Recorder, SentChunk, Trace};
-use crate::measure::Moments;
-use crate::metrics::{IterationMetrics, RunMetrics};
-use crate::transport::{Done, Failed, FromWorker, Stamps};
-use crate::tuning::tunables::Decision;
+use super::{Heard, MasterWork, Recorder, SentChunk, Trace};
+use crate::metrics::{Decision, IterationMetrics, RunMetrics};
 
 fn iteration(index: usize, workers: usize, predicted_ms: Option<f64>) -> IterationMetrics {
     IterationMetrics {
@@ -54,17 +51,14 @@ fn metrics(iterations: Vec<IterationMetrics>, decisions: Vec<Decision>) -> RunMe
     }
 }
 
-fn done(chunk: u64, tasks: usize, busy: Duration) -> FromWorker<u32, u32> {
-    FromWorker::Done(Done {
-        failed: Vec::new(),
+fn done(chunk: u64, tasks: usize, busy: Duration) -> Heard<'static> {
+    Heard::Results {
         chunk,
-        results: vec![0; tasks],
+        tasks,
+        failed: None,
+        began: None,
         busy_ns: busy.as_nanos() as u64,
-        cpu_ns: None,
-        wait_ns: None,
-        late_ns: None,
-        task_ms: Moments::default(),
-    })
+    }
 }
 
 fn pause() {
@@ -89,7 +83,7 @@ fn record_iteration(trace: &mut Trace, index: usize, first_chunk: u64) {
         let mark = trace.mark();
         pause();
         let chunk = first_chunk + worker as u64;
-        trace.received(mark, worker, &done(chunk, 2, Duration::from_micros(100)));
+        trace.received(mark, worker, done(chunk, 2, Duration::from_micros(100)));
         let mark = trace.mark();
         trace.recovered(mark, worker, chunk, 2);
     }
@@ -376,13 +370,12 @@ fn a_panicked_chunk_is_an_instant_on_its_worker() {
     trace.iteration_begins(0);
     let mark = trace.mark();
     trace.chunk_sent(mark, 1, 0, 3);
-    let failed: FromWorker<u32, u32> = FromWorker::Failed(Failed {
+    let failed = Heard::Failure {
         chunk: 0,
-        tasks: vec![1, 2, 3],
-        message: "index out of bounds".into(),
-    });
+        message: "index out of bounds",
+    };
     let mark = trace.mark();
-    trace.received(mark, 1, &failed);
+    trace.received(mark, 1, failed);
     trace.iteration_ends(0, started);
     let json = written(&trace, &metrics(vec![iteration(0, 2, None)], vec![]));
     let panics = named(&json, "i", "task failed");
@@ -416,21 +409,14 @@ fn local_work_is_placed_exactly_and_arrows_never_go_back_in_time() {
     let began = clock::now();
     trace.chunk_sent(sending, 0, 0, 1);
     let waiting = trace.mark();
-    let answer: FromWorker<u32, u32> = FromWorker::Done(Done {
-        failed: Vec::new(),
+    let answer = Heard::Results {
         chunk: 0,
-        results: vec![0],
-        busy_ns: 10,
-        cpu_ns: None,
-        wait_ns: None,
-        late_ns: None,
-        task_ms: Moments::default(),
-    });
-    let stamps = Stamps {
+        tasks: 1,
+        failed: None,
         began: Some(began),
-        unbilled_ns: None,
+        busy_ns: 10,
     };
-    trace.received(waiting, 0, (&answer, stamps));
+    trace.received(waiting, 0, answer);
     let recovering = trace.mark();
     trace.recovered(recovering, 0, 0, 1);
     trace.iteration_ends(0, started);

@@ -536,6 +536,50 @@ mod tests {
         }
     }
 
+    /// The trace reads an answer, with what its link knows of it, as its own `Heard`.
+    #[test]
+    fn the_trace_hears_an_answer_with_its_stamps_and_a_failure_with_its_message() {
+        let began = crate::clock::now();
+        let done: FromWorker<u32, u32> = FromWorker::Done(Done {
+            chunk: 4,
+            results: vec![0, 0],
+            failed: vec![(2, "boom".to_owned()), (3, "again".to_owned())],
+            busy_ns: 10,
+            cpu_ns: None,
+            wait_ns: None,
+            late_ns: None,
+            task_ms: Moments::default(),
+        });
+        let stamps = Stamps {
+            began: Some(began),
+            unbilled_ns: None,
+        };
+        assert_eq!(
+            Heard::from((&done, stamps)),
+            Heard::Results {
+                chunk: 4,
+                tasks: 2,
+                failed: Some((2, "boom")),
+                began: Some(began),
+                busy_ns: 10,
+            }
+        );
+        let failed: FromWorker<u32, u32> = FromWorker::Failed(Failed {
+            chunk: 5,
+            tasks: vec![1, 2, 3],
+            message: "index out of bounds".into(),
+        });
+        assert_eq!(
+            Heard::from(&failed),
+            Heard::Failure {
+                chunk: 5,
+                message: "index out of bounds"
+            }
+        );
+        let lost: FromWorker<u32, u32> = FromWorker::Lost { why: String::new() };
+        assert_eq!(Heard::from(&lost), Heard::Other);
+    }
+
     #[test]
     fn a_chunk_decodes_into_a_spare_vector_with_room_and_afresh_without() {
         let chunk = Chunk {

@@ -2,15 +2,29 @@
 //! the model itself (or deliberately not), with known `mo`, `k` and `Tc`.
 #![allow(clippy::unwrap_used)]
 
+use super::config::{Objective, TuneMode, TuningConfig};
 use super::estimate::Estimate;
+use super::tunables::{Decision, TunableId};
 use super::*;
-use crate::config::{Objective, Protocol, RunConfig, TuneMode, TuningConfig};
 use crate::measure::{Facts, Moments, Transfer};
 use crate::model::{self, Params};
 use crate::policy::{PolicyChoice, PolicyName};
-use crate::tuning::tunables::Decision;
+use crate::protocol::Protocol;
 
 const POOL: usize = 64;
+
+/// What the tuner takes of a run configured as by default (asynchronous, one chunk ahead),
+/// with `tuning`.
+fn setup(tuning: TuningConfig) -> TunerSetup {
+    TunerSetup {
+        tuning,
+        protocol: Protocol::Async,
+        prefetch: 1,
+        min_chunk: 1,
+        auto_policy: false,
+        quiet: false,
+    }
+}
 
 /// The paper's worked example (Fig. 6), with `Tc` scaled by `load`: 1600 tasks of 1 ms.
 fn fig6(load: f64) -> Params {
@@ -204,21 +218,18 @@ impl Harness {
     }
 
     fn new(start: usize, objective: Objective) -> Harness {
-        let config = RunConfig {
-            tuning: TuningConfig {
-                objective: Some(objective),
-                max_workers: Some(60),
-                ..TuningConfig::default()
-            },
-            ..RunConfig::default()
-        };
+        let setup = setup(TuningConfig {
+            objective: Some(objective),
+            max_workers: Some(60),
+            ..TuningConfig::default()
+        });
         let tunables = Tunables {
             nworkers: start,
             factor: 0.5,
             policy: PolicyName::Daf.into(),
         };
         Harness {
-            tuner: Tuner::new(config.tuner_setup(), None, objective),
+            tuner: Tuner::new(setup, None, objective),
             handle: TunablesHandle::new(tunables, POOL),
             stats: TaskStats::new(POOL),
             decisions: Vec::new(),
@@ -1110,20 +1121,17 @@ fn the_policy_tunlet_keeps_proposing_a_close_second() {
 /// factor tuned: the factor after six iterations that each take `time(simulated)`, where
 /// `simulated` is the factor tunlet's time for the factor in force.
 fn factor_after(time: impl Fn(f64) -> f64) -> f64 {
-    let config = RunConfig {
-        tuning: TuningConfig {
-            mode: TuneMode::Factor,
-            ..TuningConfig::default()
-        },
-        ..RunConfig::default()
-    };
+    let setup = setup(TuningConfig {
+        mode: TuneMode::Factor,
+        ..TuningConfig::default()
+    });
     let tunables = Tunables {
         nworkers: 8,
         factor: 0.5,
         policy: PolicyName::Factoring.into(),
     };
     let mut h = Harness {
-        tuner: Tuner::new(config.tuner_setup(), None, Objective::Time),
+        tuner: Tuner::new(setup, None, Objective::Time),
         handle: TunablesHandle::new(tunables, POOL),
         stats: TaskStats::new(POOL),
         decisions: Vec::new(),
@@ -1385,4 +1393,27 @@ fn other_programs_load_neither_grows_nor_shrinks_computing_work() {
     // shrinking is allowed.
     let crowded = on_four_cores(&p, 8, (0.5, Some(0.5), 0.3));
     assert!(crowded <= 4, "{crowded}");
+}
+
+#[test]
+fn auto_cannot_be_set_while_running_but_every_other_policy_can() {
+    let start = Tunables {
+        nworkers: 2,
+        factor: 0.5,
+        policy: PolicyName::Daf.into(),
+    };
+    let handle = TunablesHandle::new(start, 4);
+    let e = handle
+        .parse("policy", "auto")
+        .and_then(|change| handle.request(change, "application"))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("`auto`") && e.contains("--policy auto"), "{e}");
+    for name in PolicyName::ALL
+        .into_iter()
+        .filter(|&p| p != PolicyName::Auto)
+    {
+        let change = TunableId::POLICY.change(name.into());
+        assert!(handle.request(change, "application").is_ok(), "{name}");
+    }
 }
