@@ -37,7 +37,7 @@ pub(crate) fn since(earlier: Instant) -> Duration {
 /// makes a computing task on a busy machine look like a task that sleeps; between the last
 /// answer and the chunk's start it is the worker's late wake-up for the chunk, which a busy
 /// machine adds to the chunk's trip as if the link were slower. That read costs a few
-/// microseconds, so it needs a longer chunk before it.
+/// microseconds, so it needs a chunk expected to be longer.
 #[derive(Debug, Default)]
 pub(crate) struct CpuMeter {
     /// Processing time per task of the last chunk, once there was one.

@@ -1,5 +1,5 @@
 //! Connecting every rank to a run (the master's end on rank 0, a worker's elsewhere) and ending
-//! MPI after it; the run itself is started where every backend's is (`run.rs`).
+//! MPI after it; the run itself is started where every backend's is (`run/`).
 
 use std::sync::Mutex;
 
