@@ -4,7 +4,7 @@
 
 use super::config::{Objective, TuneMode, TuningConfig};
 use super::estimate::Estimate;
-use super::tunables::{Decision, TunableId};
+use super::tunables::Decision;
 use super::*;
 use crate::measure::{Facts, Moments, Transfer};
 use crate::model::{self, Params};
@@ -1393,27 +1393,4 @@ fn other_programs_load_neither_grows_nor_shrinks_computing_work() {
     // shrinking is allowed.
     let crowded = on_four_cores(&p, 8, (0.5, Some(0.5), 0.3));
     assert!(crowded <= 4, "{crowded}");
-}
-
-#[test]
-fn auto_cannot_be_set_while_running_but_every_other_policy_can() {
-    let start = Tunables {
-        nworkers: 2,
-        factor: 0.5,
-        policy: PolicyName::Daf.into(),
-    };
-    let handle = TunablesHandle::new(start, 4);
-    let e = handle
-        .parse("policy", "auto")
-        .and_then(|change| handle.request(change, "application"))
-        .unwrap_err()
-        .to_string();
-    assert!(e.contains("`auto`") && e.contains("--policy auto"), "{e}");
-    for name in PolicyName::ALL
-        .into_iter()
-        .filter(|&p| p != PolicyName::Auto)
-    {
-        let change = TunableId::POLICY.change(name.into());
-        assert!(handle.request(change, "application").is_ok(), "{name}");
-    }
 }

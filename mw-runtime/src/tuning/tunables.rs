@@ -953,14 +953,16 @@ impl TunablesHandle {
 mod tests {
     use super::*;
 
+    /// Two workers, factor 0.5, `daf`.
+    const START: Tunables = Tunables {
+        nworkers: 2,
+        factor: 0.5,
+        policy: PolicyChoice::BuiltIn(PolicyName::Daf),
+    };
+
     #[test]
     fn policy_is_set_from_outside_to_a_built_in_or_a_registered_name_only() {
-        let start = Tunables {
-            nworkers: 2,
-            factor: 0.5,
-            policy: PolicyName::Daf.into(),
-        };
-        let handle = TunablesHandle::new(start, 8);
+        let handle = TunablesHandle::new(START, 8);
         let external = |name: &str, value: &str| {
             let change = handle.parse(name, value)?;
             handle.request_why(change, Why::plain(Source::External, "external"))
@@ -990,12 +992,7 @@ mod tests {
     /// parsed, checked and changed the same way, each through its typed id.
     #[test]
     fn the_runtime_tunables_are_registry_entries_like_the_programs() {
-        let start = Tunables {
-            nworkers: 2,
-            factor: 0.5,
-            policy: PolicyName::Daf.into(),
-        };
-        let handle = TunablesHandle::new(start, 8);
+        let handle = TunablesHandle::new(START, 8);
         let tile = handle
             .declare_with("tile", 16_i64, 4..=64, TakesEffect::NextChunk)
             .unwrap();
@@ -1058,12 +1055,7 @@ mod tests {
 
     #[test]
     fn every_policy_has_a_number_of_its_own() {
-        let start = Tunables {
-            nworkers: 2,
-            factor: 0.5,
-            policy: PolicyName::Daf.into(),
-        };
-        let handle = TunablesHandle::new(start, 8);
+        let handle = TunablesHandle::new(START, 8);
         handle.register_policies(["tiles".to_owned(), "pairs".to_owned()]);
         let number =
             |name: &str| handle.number_of(&TunableId::POLICY.change(name.parse().unwrap()));
@@ -1077,12 +1069,7 @@ mod tests {
 
     #[test]
     fn a_flood_of_requests_makes_one_decision_per_tunable_the_last_value_winning() {
-        let start = Tunables {
-            nworkers: 2,
-            factor: 0.5,
-            policy: PolicyName::Daf.into(),
-        };
-        let handle = TunablesHandle::new(start, 8);
+        let handle = TunablesHandle::new(START, 8);
         let external = || Why::plain(Source::External, "external");
         for i in 0..100_000 {
             let change = TunableId::NWORKERS.change(1 + i % 8);
@@ -1109,12 +1096,7 @@ mod tests {
 
     #[test]
     fn a_declared_tunable_is_checked_against_its_range_and_named_in_its_decisions() {
-        let start = Tunables {
-            nworkers: 2,
-            factor: 0.5,
-            policy: PolicyName::Daf.into(),
-        };
-        let handle = TunablesHandle::new(start, 8);
+        let handle = TunablesHandle::new(START, 8);
         let tile = handle.declare("tile", 16_i64, 4..=64).unwrap();
         let rate = handle.declare("rate", 0.5_f64, 0.0..=1.0).unwrap();
         for (name, start) in [("tile", 1), ("factor", 1), ("two words", 1), ("", 1)] {
@@ -1163,5 +1145,23 @@ mod tests {
         handle.release("tile").unwrap();
         assert_eq!(handle.held(), [rate.tunable()]);
         assert!(!handle.request_tuned(rate.change(0.75), Why::plain(Source::Tuner, "tuner")));
+    }
+
+    #[test]
+    fn auto_cannot_be_set_while_running_but_every_other_policy_can() {
+        let handle = TunablesHandle::new(START, 4);
+        let e = handle
+            .parse("policy", "auto")
+            .and_then(|change| handle.request(change, "application"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("`auto`") && e.contains("--policy auto"), "{e}");
+        for name in PolicyName::ALL
+            .into_iter()
+            .filter(|&p| p != PolicyName::Auto)
+        {
+            let change = TunableId::POLICY.change(name.into());
+            assert!(handle.request(change, "application").is_ok(), "{name}");
+        }
     }
 }
