@@ -379,14 +379,14 @@ const FIFTH: [Workload; 6] = [
         policy: PolicyName::Ss,
     },
     Workload {
-        name: "two loaded workers, bulky results",
+        name: "heavy load easing, bulky results",
         tasks: 72,
         mean_ms: 2.0,
         stddev: 0.25,
         task_bytes: 64,
         result_bytes: 4_000,
         shared_bytes: 0,
-        load: "0:0:50,0:1:50",
+        load: "0:*:60,20:*:20",
         policy: PolicyName::AwfC,
     },
     Workload {
@@ -773,10 +773,15 @@ mod tests {
         }
     }
 
+    /// Every load parses and fits every fixed count of the full plan, the smallest included (a
+    /// load naming worker 1 cannot run on one worker).
     #[test]
-    fn every_load_of_the_set_parses() {
+    fn every_load_of_the_sets_parses_and_fits_every_count() {
+        let fewest = plan(Size::Full).counts.into_iter().min().unwrap();
         for w in SETS.iter().flat_map(|s| s.workloads) {
-            assert!(w.load.parse::<LoadPattern>().is_ok(), "{}", w.load);
+            let load = w.load.parse::<LoadPattern>();
+            assert!(load.is_ok(), "{}", w.load);
+            assert!(load.unwrap().check_pool(fewest).is_ok(), "{}", w.load);
         }
     }
 
