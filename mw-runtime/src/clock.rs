@@ -40,8 +40,8 @@ pub(crate) fn since(earlier: Instant) -> Duration {
 /// microseconds, so it needs a chunk expected to be longer.
 #[derive(Debug, Default)]
 pub(crate) struct CpuMeter {
-    /// Processing time per task of the last chunk, once there was one.
-    per_task: Option<Duration>,
+    /// Processing time and tasks of the last chunk, once there was one.
+    last: Option<(Duration, usize)>,
     /// Tasks of the chunk begun.
     tasks: usize,
     started: Option<cpu_time::ThreadTime>,
@@ -69,11 +69,15 @@ impl CpuMeter {
     /// A chunk of `tasks` tasks begins.
     #[inline]
     pub(crate) fn begin(&mut self, tasks: usize) {
-        // The first chunk is measured: nothing tells its length.
-        let expected = self
-            .per_task
-            .map(|t| t.checked_mul(u32::try_from(tasks).unwrap_or(u32::MAX)));
-        let worth = |least| expected.is_none_or(|e| e.is_none_or(|e| e >= least));
+        // Worth it when `tasks` at the last chunk's pace take `least` or more; cross-multiplied,
+        // as a division per chunk costs as much as an empty task. The first chunk is
+        // measured: nothing tells its length.
+        let last = self.last;
+        let worth = |least: Duration| {
+            last.is_none_or(|(busy, n)| {
+                busy.as_nanos() * tasks as u128 >= least.as_nanos() * n as u128
+            })
+        };
         self.tasks = tasks;
         self.started = if worth(CPU_WORTH_MEASURING) {
             cpu_time::ThreadTime::try_now().ok()
@@ -86,10 +90,7 @@ impl CpuMeter {
     /// The chunk, which took `busy` of wall time, ended: its CPU time and run-queue wait, those
     /// measured.
     pub(crate) fn end(&mut self, busy: Duration) -> CpuUse {
-        self.per_task = u32::try_from(self.tasks)
-            .ok()
-            .filter(|&n| n > 0)
-            .map(|n| busy / n);
+        self.last = Some((busy, self.tasks));
         let (wait_ns, late_ns) = self.run_queue.end();
         let cpu_ns = self.started.take().and_then(|started| {
             let cpu = cpu_time::ThreadTime::try_now().ok()?.as_duration();
