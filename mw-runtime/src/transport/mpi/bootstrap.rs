@@ -43,7 +43,7 @@ pub(crate) fn agree_at_start(outcome: crate::error::Result<()>) -> crate::error:
     // Until every rank has started MPI and heard the master's outcome.
     let _watch = StartWatch::arm(start_watch::PATIENCE);
     if kept.is_none() && !mpi::environment::is_initialized() {
-        match mpi::initialize() {
+        match initialize() {
             Some(universe) => *kept = Some(universe),
             None => return outcome,
         }
@@ -57,6 +57,33 @@ pub(crate) fn agree_at_start(outcome: crate::error::Result<()>) -> crate::error:
         std::process::exit(1);
     }
     outcome
+}
+
+/// Starts MPI, keeping the process's handlers of SIGINT and SIGTERM: a library MPI loads may put
+/// in its own (PSM's `libinfinipath`, which Intel MPI's fabric library loads, ends the process
+/// with status 1 on SIGINT), and the run's must be the ones a signal reaches, so that the master
+/// stops the run and writes what ran.
+#[allow(unsafe_code)] // sigaction: read two dispositions, then put the same ones back.
+fn initialize() -> Option<mpi::environment::Universe> {
+    const SIGNALS: [libc::c_int; 2] = [libc::SIGINT, libc::SIGTERM];
+    // SAFETY: an all-zero `sigaction` is a valid value for the kernel to fill in.
+    let mut before: [libc::sigaction; 2] = unsafe { std::mem::zeroed() };
+    for (signal, action) in SIGNALS.iter().zip(&mut before) {
+        // SAFETY: reads the disposition of a valid signal into `action`.
+        unsafe { libc::sigaction(*signal, std::ptr::null(), action) };
+    }
+    let universe = mpi::initialize();
+    for (signal, action) in SIGNALS.iter().zip(&before) {
+        // SAFETY: as above.
+        let mut now: libc::sigaction = unsafe { std::mem::zeroed() };
+        // SAFETY: as above.
+        unsafe { libc::sigaction(*signal, std::ptr::null(), &mut now) };
+        if now.sa_sigaction != action.sa_sigaction {
+            // SAFETY: puts back a disposition the kernel gave for the same signal.
+            unsafe { libc::sigaction(*signal, action, std::ptr::null_mut()) };
+        }
+    }
+    universe
 }
 
 /// This process's end of an MPI run: the master's on rank 0, a worker's elsewhere. One per
@@ -157,9 +184,7 @@ pub(crate) fn connect<T, S, R>(config: &RunConfig) -> Result<Option<Joined<T, S,
     let universe = match started() {
         Some(universe) => Some(universe),
         None if mpi::environment::is_initialized() => None,
-        None => {
-            Some(mpi::initialize().ok_or_else(|| Error::backend("MPI could not be initialized"))?)
-        }
+        None => Some(initialize().ok_or_else(|| Error::backend("MPI could not be initialized"))?),
     };
     // A communicator of its own for every run (a collective call, so every rank makes the same
     // one): a worker that finished the last run and already says `Ready` for the next cannot have
