@@ -6,10 +6,10 @@
 //!     mpirun -np 2 --oversubscribe target/debug/deps/mpi_elastic-<hash> [sync]
 //!
 //! (Open MPI 5: `mpirun -np 2 --oversubscribe -x OMPI_MCA_rmaps_base_oversubscribe=1`; MPICH
-//! and Intel MPI: `mpiexec -n 2`, with `I_MPI_SPAWN=on` for Intel.) With room to oversubscribe
-//! (Open MPI's variable, or hydra, which spawns onto its hosts as asked) the run must reach 6
-//! workers; without it (and no free slot in the allocation) the pool stays the launched worker,
-//! and the run must finish on it.
+//! and Intel MPI: `mpiexec -n 2`.) With room to oversubscribe (Open MPI's variable, or MPICH's
+//! hydra, which spawns onto its hosts as asked) the run must reach 6 workers; without it (and no
+//! free slot in the allocation), and under Intel MPI, which the runtime spawns nothing under
+//! (see the README), the pool stays the launched worker, and the run must finish on it.
 //! Either way every result is recovered exactly once (the checker's `final_work`). Spawned
 //! workers run this same program with the same arguments: their run returns no metrics.
 #![allow(clippy::unwrap_used)]
@@ -38,8 +38,10 @@ fn main() {
     };
     let launched = common::mpi_launched_size().map_or(1, |size| size - 1);
     let hydra = std::env::var_os("MPI_LOCALNRANKS").is_some();
-    let oversubscribed =
-        hydra || std::env::var("OMPI_MCA_rmaps_base_oversubscribe").is_ok_and(|v| v == "1");
+    // Intel MPI's hydra gives its ranks `I_MPI_` variables of its own.
+    let intel = std::env::vars_os().any(|(key, _)| key.to_string_lossy().starts_with("I_MPI_"));
+    let oversubscribed = !intel
+        && (hydra || std::env::var("OMPI_MCA_rmaps_base_oversubscribe").is_ok_and(|v| v == "1"));
     // Without room for more processes, the pool is the launched ranks.
     let expected = if oversubscribed { 6 } else { launched };
     // Up to 6 (5 spawned), down to 2 (4 released), up to 4 (2 spawned anew). Few spawns: Open

@@ -24,8 +24,9 @@
 //! says so in the ranks' environment (`OMPI_MCA_rmaps_base_oversubscribe`); Open MPI 5's says
 //! nothing, so the variable is given with `-x`, and each spawn then asks to oversubscribe (info
 //! keys `map_by` and `bind_to`); hydra (MPICH, Intel MPI) leaves `MPI_UNIVERSE_SIZE` unset
-//! unless told (`-usize`), and spawns onto its hosts as asked. Intel MPI spawns only with
-//! `I_MPI_SPAWN=on` (without it `MPI_Comm_spawn` crashes), so without it none is tried.
+//! unless told (`-usize`), and spawns onto its hosts as asked. Under Intel MPI none is tried:
+//! without `I_MPI_SPAWN=on` its `MPI_Comm_spawn` crashes, and with it the spawned process never
+//! receives the master's messages, which are posted and tested without blocking.
 //!
 //! A spawn takes about a quarter of a second (240 ms on one node here), during which the master
 //! waits: MPI has no nonblocking spawn, and spawning from a thread of its own would need
@@ -630,15 +631,13 @@ fn oversubscribing() -> bool {
 
 /// Why this library spawns nothing, if it does not.
 fn spawning_off() -> Option<&'static str> {
-    let on = std::env::var("I_MPI_SPAWN").is_ok_and(|v| {
-        matches!(
-            v.trim().to_ascii_lowercase().as_str(),
-            "on" | "1" | "yes" | "enable"
-        )
-    });
-    (library::runs_on(Vendor::Intel) && !on).then_some(
-        "Intel MPI spawns processes only with `I_MPI_SPAWN=on` in the environment (`mpiexec \
-         -genv I_MPI_SPAWN on`); without it MPI_Comm_spawn crashes",
+    // Without `I_MPI_SPAWN=on` Intel MPI crashes in `MPI_Comm_spawn`; with it, the spawned
+    // process starts and says where it runs, but the master's next message to it, posted and
+    // tested without blocking as every message of the runtime is, never reaches it.
+    library::runs_on(Vendor::Intel).then_some(
+        "under Intel MPI a spawned worker never receives the master's messages (they are sent \
+         without blocking, so that a stopped worker cannot hold the master), so no worker is \
+         spawned; launch them all with mpiexec's `-n`",
     )
 }
 
