@@ -12,7 +12,7 @@
 //!
 //! Without recovery, the launcher ends the whole job with an error within about a second (what
 //! the first test must do: exit non-zero, and not hang). With it (Open MPI 4: `--mca
-//! orte_enable_recovery 1`; Open MPI 5: `--enable-recovery`; Intel MPI: `-disable-auto-cleanup`;
+//! orte_enable_recovery 1`; Open MPI 5: `--enable-recovery`; Intel MPI: `-genv I_MPI_FAULT_CONTINUE on`;
 //! MPICH has none), the job goes on, the transport reports the worker lost, and the run ends
 //! with every result recovered exactly once.
 //!

@@ -74,9 +74,7 @@ impl Library {
         }
         self.vendor == other.vendor && series(self) == series(other)
     }
-}
 
-impl Library {
     /// Why a rank given up on is ended only as the master exits under this library when the
     /// runtime sees no launch line that survives a lost rank: what that line is, and whether a
     /// rank could have seen it (hydra tells its ranks nothing of `-disable-auto-cleanup`).
@@ -88,7 +86,8 @@ impl Library {
             (Vendor::OpenMpi, _) => "without `--with-ft ulfm` mpirun ends the whole job with it",
             (Vendor::Intel, _) => {
                 "mpiexec ends the whole job with it unless it was given `-disable-auto-cleanup`, \
-                 which its ranks cannot see"
+                 which its ranks cannot see (they see `I_MPI_FAULT_CONTINUE=on`, which does the \
+                 same)"
             }
             (Vendor::Mpich, _) => "MPICH's mpiexec ends the whole job with it, whatever its line",
         }
@@ -99,7 +98,7 @@ impl Library {
 pub(super) fn without_recovery() -> &'static str {
     running().map_or(
         "without a launch line that survives a lost rank (`--mca orte_enable_recovery 1` on \
-         Open MPI 4, `--with-ft ulfm` on Open MPI 5, `-disable-auto-cleanup` on Intel MPI) the \
+         Open MPI 4, `--with-ft ulfm` on Open MPI 5, `I_MPI_FAULT_CONTINUE=on` on Intel MPI) the \
          launcher ends the whole job with it",
         Library::without_recovery,
     )
@@ -239,6 +238,7 @@ mod tests {
         assert!(why(OPEN_MPI_4).contains("`--mca orte_enable_recovery 1`"));
         assert!(why(OPEN_MPI_5).contains("`--with-ft ulfm`"));
         assert!(why(INTEL).contains("`-disable-auto-cleanup`"));
+        assert!(why(INTEL).contains("`I_MPI_FAULT_CONTINUE=on`"));
         assert!(why(MPICH).contains("whatever its line"));
     }
 

@@ -813,11 +813,20 @@ fn decode_done<R: Message>(bytes: &[u8], done: &mut Done<R>) -> Result<()> {
     Ok(())
 }
 
-/// Whether mpirun keeps the job going when a rank dies: Open MPI 4's `--mca
-/// orte_enable_recovery 1`, which it passes to the ranks in their environment (as Open MPI 5's
-/// `--enable-recovery` does with `-x OMPI_MCA_orte_enable_recovery=1`), or ULFM.
+/// Whether the launcher keeps the job going when a rank dies, as far as a rank can see it: Open
+/// MPI 4's `--mca orte_enable_recovery 1`, which mpirun passes to the ranks in their environment
+/// (as Open MPI 5's `--enable-recovery` does with `-x OMPI_MCA_orte_enable_recovery=1`), ULFM,
+/// or Intel MPI's `I_MPI_FAULT_CONTINUE=on` (hydra's `-disable-auto-cleanup` does the same but
+/// tells the ranks nothing).
 pub(super) fn recovery_enabled() -> bool {
+    let set = |key: &str, words: &[&str]| {
+        std::env::var(key).is_ok_and(|v| words.contains(&v.trim().to_ascii_lowercase().as_str()))
+    };
     ulfm::enabled()
-        || std::env::var("OMPI_MCA_orte_enable_recovery")
-            .is_ok_and(|v| matches!(v.trim(), "1" | "true" | "t" | "yes" | "y" | "enabled"))
+        || set(
+            "OMPI_MCA_orte_enable_recovery",
+            &["1", "true", "t", "yes", "y", "enabled"],
+        )
+        || (library::runs_on(library::Vendor::Intel)
+            && set("I_MPI_FAULT_CONTINUE", &["1", "on", "yes", "enable"]))
 }

@@ -36,7 +36,7 @@
 //!
 //! A worker rank may die (`kill -9`, an abort, the OOM killer) without ending the job when it is
 //! launched with `mpirun --mca orte_enable_recovery 1` (Open MPI 5: `mpirun --enable-recovery`;
-//! Intel MPI: `mpiexec -disable-auto-cleanup`; MPICH ends the job whatever the line): the
+//! Intel MPI: `mpiexec -genv I_MPI_FAULT_CONTINUE on`; MPICH ends the job whatever the line): the
 //! communicators return errors instead
 //! of aborting, the master notices the death through the worker's [`lifeline`], reports the
 //! worker `Lost` once, and from then on drops what was sent to it or comes from it. A worker the
