@@ -4,6 +4,8 @@ use std::sync::OnceLock;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
+use super::library;
+
 /// Waits between tests: busy for the first microseconds (answers on a node come back that
 /// fast), then yielding the core until `spin` has passed — or busy all along when this rank
 /// has a core to itself ([`shares_core`]), as a blocking MPI receive would be — then sleeping, doubling up to `max`
@@ -120,7 +122,7 @@ pub(super) fn processes_here() -> usize {
 fn here() -> (bool, usize, usize) {
     static HERE: OnceLock<(bool, usize, usize)> = OnceLock::new();
     *HERE.get_or_init(|| {
-        let set = |name| std::env::var(name).is_ok_and(|v| truthy(&v));
+        let set = |name| library::env_is(name, library::open_mpi_true);
         let asked = set("OMPI_MCA_mpi_oversubscribe") || set("OMPI_MCA_mpi_yield_when_idle");
         let launched = crate::launch::detect()
             .and_then(|launch| launch.local)
@@ -159,17 +161,9 @@ fn node_cores() -> usize {
         .unwrap_or(1)
 }
 
-/// How Open MPI reads a boolean parameter.
-fn truthy(value: &str) -> bool {
-    matches!(
-        value.trim().to_ascii_lowercase().as_str(),
-        "1" | "true" | "t" | "yes" | "y" | "enabled"
-    )
-}
-
 #[cfg(test)]
 mod tests {
-    use super::{crowded, truthy};
+    use super::crowded;
 
     #[test]
     fn ranks_share_cores_when_more_run_on_the_node_than_it_has() {
@@ -177,15 +171,5 @@ mod tests {
         assert!(!crowded(2, 2));
         assert!(crowded(3, 2));
         assert!(crowded(7, 4));
-    }
-
-    #[test]
-    fn open_mpi_booleans_read_as_open_mpi_reads_them() {
-        for yes in ["1", "true", "T", " yes ", "enabled"] {
-            assert!(truthy(yes), "{yes}");
-        }
-        for no in ["0", "false", "", "no", "2"] {
-            assert!(!truthy(no), "{no}");
-        }
     }
 }

@@ -115,6 +115,27 @@ impl std::fmt::Display for Library {
     }
 }
 
+/// How Open MPI reads a boolean parameter (`OMPI_MCA_*` in the environment): true.
+pub(super) fn open_mpi_true(value: &str) -> bool {
+    matches!(
+        value.trim().to_ascii_lowercase().as_str(),
+        "1" | "true" | "t" | "yes" | "y" | "enabled"
+    )
+}
+
+/// How Intel MPI reads a binary variable (`I_MPI_*`): on.
+pub(super) fn intel_on(value: &str) -> bool {
+    matches!(
+        value.trim().to_ascii_lowercase().as_str(),
+        "1" | "on" | "yes" | "enable"
+    )
+}
+
+/// Whether the environment variable `key` is set to a value `reads` as true.
+pub(super) fn env_is(key: &str, reads: fn(&str) -> bool) -> bool {
+    std::env::var(key).is_ok_and(|v| reads(&v))
+}
+
 /// The library this process runs on; `None` when its version text is not one of the known.
 pub(super) fn running() -> Option<&'static Library> {
     static RUNNING: OnceLock<Option<Library>> = OnceLock::new();
@@ -160,14 +181,7 @@ fn warnings(
             ));
         }
     }
-    let set = |key: &str| {
-        var(key).is_some_and(|v| {
-            matches!(
-                v.trim().to_ascii_lowercase().as_str(),
-                "1" | "true" | "t" | "yes" | "y" | "enabled"
-            )
-        })
-    };
+    let set = |key: &str| var(key).is_some_and(|v| open_mpi_true(&v));
     let open_mpi_5 = running.is_some_and(|l| l.vendor == Vendor::OpenMpi && l.major() != "4");
     if open_mpi_5 && set("OMPI_MCA_orte_enable_recovery") {
         said.push(
@@ -229,6 +243,16 @@ mod tests {
         assert_eq!(Library::from_version_text("Some MPI 1.0"), None);
         for name in ["Open MPI 4.1.4", "MPICH 5.0.2", "Intel MPI 2021.19.0"] {
             assert_eq!(Library::from_name(name).unwrap().to_string(), name);
+        }
+    }
+
+    #[test]
+    fn open_mpi_booleans_read_as_open_mpi_reads_them() {
+        for yes in ["1", "true", "T", " yes ", "enabled"] {
+            assert!(open_mpi_true(yes), "{yes}");
+        }
+        for no in ["0", "false", "", "no", "2"] {
+            assert!(!open_mpi_true(no), "{no}");
         }
     }
 

@@ -819,14 +819,8 @@ fn decode_done<R: Message>(bytes: &[u8], done: &mut Done<R>) -> Result<()> {
 /// or Intel MPI's `I_MPI_FAULT_CONTINUE=on` (hydra's `-disable-auto-cleanup` does the same but
 /// tells the ranks nothing).
 pub(super) fn recovery_enabled() -> bool {
-    let set = |key: &str, words: &[&str]| {
-        std::env::var(key).is_ok_and(|v| words.contains(&v.trim().to_ascii_lowercase().as_str()))
-    };
     ulfm::enabled()
-        || set(
-            "OMPI_MCA_orte_enable_recovery",
-            &["1", "true", "t", "yes", "y", "enabled"],
-        )
+        || library::env_is("OMPI_MCA_orte_enable_recovery", library::open_mpi_true)
         || (library::runs_on(library::Vendor::Intel)
-            && set("I_MPI_FAULT_CONTINUE", &["1", "on", "yes", "enable"]))
+            && library::env_is("I_MPI_FAULT_CONTINUE", library::intel_on))
 }

@@ -625,8 +625,7 @@ pub(super) fn free_slots(taken: usize) -> Option<usize> {
 /// which Open MPI 4's `mpirun --oversubscribe` sets in the ranks' environment and Open MPI 5's
 /// is given with `-x`.
 fn oversubscribing() -> bool {
-    std::env::var("OMPI_MCA_rmaps_base_oversubscribe")
-        .is_ok_and(|v| matches!(v.trim(), "1" | "true" | "t" | "yes" | "y"))
+    library::env_is("OMPI_MCA_rmaps_base_oversubscribe", library::open_mpi_true)
 }
 
 /// Why this library spawns nothing, if it does not.

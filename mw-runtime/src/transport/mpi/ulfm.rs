@@ -21,6 +21,8 @@ use mpi::ffi;
 use mpi::raw::AsRaw;
 use mpi::topology::{Rank, SimpleCommunicator};
 
+use super::library;
+
 /// `MPIX_ERR_PROC_FAILED`: the peer of an operation died.
 const PROC_FAILED: c_int = 75;
 /// `MPIX_ERR_PROC_FAILED_PENDING`: a receive from any rank cannot complete until a failure is
@@ -47,8 +49,7 @@ pub(super) fn enabled() -> bool {
 fn functions() -> Option<&'static Functions> {
     FUNCTIONS
         .get_or_init(|| {
-            let on = std::env::var("OMPI_MCA_mpi_ft_enable")
-                .is_ok_and(|v| matches!(v.trim(), "1" | "true" | "t" | "yes" | "y" | "enabled"));
+            let on = library::env_is("OMPI_MCA_mpi_ft_enable", library::open_mpi_true);
             if !on {
                 return None;
             }
