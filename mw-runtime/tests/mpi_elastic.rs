@@ -5,11 +5,12 @@
 //!     cargo test -p mw-runtime --features mpi --test mpi_elastic --no-run
 //!     mpirun -np 2 --oversubscribe target/debug/deps/mpi_elastic-<hash> [sync]
 //!
-//! (Open MPI 5: `mpirun -np 2 --oversubscribe -x OMPI_MCA_rmaps_base_oversubscribe=1`; MPICH
-//! and Intel MPI: `mpiexec -n 2`.) With room to oversubscribe (Open MPI's variable, or MPICH's
-//! hydra, which spawns onto its hosts as asked) the run must reach 6 workers; without it (and no
-//! free slot in the allocation), and under Intel MPI, which the runtime spawns nothing under
-//! (see the README), the pool stays the launched worker, and the run must finish on it.
+//! (Open MPI 5: `mpirun -np 2 --oversubscribe -x OMPI_MCA_rmaps_base_oversubscribe=1`; MPICH:
+//! `mpiexec -n 2`; Intel MPI: `mpiexec -genv I_MPI_SPAWN on -genv I_MPI_SHM_SPIN_RATIO 1 -n 2`.)
+//! With room to oversubscribe (Open MPI's variable, or hydra, which spawns onto its hosts as
+//! asked) the run must reach 6 workers; without it (and no free slot in the allocation), and
+//! under Intel MPI without both variables, which the runtime then spawns nothing under (see the
+//! README), the pool stays the launched worker, and the run must finish on it.
 //! Either way every result is recovered exactly once (the checker's `final_work`). Spawned
 //! workers run this same program with the same arguments: their run returns no metrics.
 #![allow(clippy::unwrap_used)]
@@ -38,10 +39,15 @@ fn main() {
     };
     let launched = common::mpi_launched_size().map_or(1, |size| size - 1);
     let hydra = std::env::var_os("MPI_LOCALNRANKS").is_some();
-    // Intel MPI's hydra gives its ranks `I_MPI_` variables of its own.
+    // Intel MPI's hydra gives its ranks `I_MPI_` variables of its own; it spawns only with two.
     let intel = std::env::vars_os().any(|(key, _)| key.to_string_lossy().starts_with("I_MPI_"));
-    let oversubscribed = !intel
-        && (hydra || std::env::var("OMPI_MCA_rmaps_base_oversubscribe").is_ok_and(|v| v == "1"));
+    let var_is = |key: &str, value: &str| std::env::var(key).is_ok_and(|v| v == value);
+    let intel_spawns = var_is("I_MPI_SPAWN", "on") && var_is("I_MPI_SHM_SPIN_RATIO", "1");
+    let oversubscribed = if intel {
+        intel_spawns
+    } else {
+        hydra || var_is("OMPI_MCA_rmaps_base_oversubscribe", "1")
+    };
     // Without room for more processes, the pool is the launched ranks.
     let expected = if oversubscribed { 6 } else { launched };
     // Up to 6 (5 spawned), down to 2 (4 released), up to 4 (2 spawned anew). Few spawns: Open

@@ -24,9 +24,15 @@
 //! says so in the ranks' environment (`OMPI_MCA_rmaps_base_oversubscribe`); Open MPI 5's says
 //! nothing, so the variable is given with `-x`, and each spawn then asks to oversubscribe (info
 //! keys `map_by` and `bind_to`); hydra (MPICH, Intel MPI) leaves `MPI_UNIVERSE_SIZE` unset
-//! unless told (`-usize`), and spawns onto its hosts as asked. Under Intel MPI none is tried:
-//! without `I_MPI_SPAWN=on` its `MPI_Comm_spawn` crashes, and with it the spawned process never
-//! receives the master's messages, which are posted and tested without blocking.
+//! unless told (`-usize`), and spawns onto its hosts as asked. Intel MPI spawns only when the
+//! ranks see two variables: `I_MPI_SPAWN=on` (without it `MPI_Comm_spawn` crashes) and
+//! `I_MPI_SHM_SPIN_RATIO=1`. A spawned process reaches the master through the network module,
+//! never shared memory, and while ranks share a node Intel MPI polls the network module once
+//! every `I_MPI_SHM_SPIN_RATIO` progress calls: 10,000 by default (measured: a message from a
+//! spawned process completed on the 9,999th `MPI_Test`). The runtime tests without blocking and
+//! sleeps between tests while it waits, so at that ratio a message to or from a spawned worker
+//! waits seconds, and the handshake's timeouts end the run. The variables are read once, as MPI
+//! starts, so the launch line gives them (`-genv`); without both, none is tried.
 //!
 //! A spawn takes about a quarter of a second (240 ms on one node here), during which the master
 //! waits: MPI has no nonblocking spawn, and spawning from a thread of its own would need
@@ -630,13 +636,13 @@ fn oversubscribing() -> bool {
 
 /// Why this library spawns nothing, if it does not.
 fn spawning_off() -> Option<&'static str> {
-    // Without `I_MPI_SPAWN=on` Intel MPI crashes in `MPI_Comm_spawn`; with it, the spawned
-    // process starts and says where it runs, but the master's next message to it, posted and
-    // tested without blocking as every message of the runtime is, never reaches it.
-    library::runs_on(Vendor::Intel).then_some(
-        "under Intel MPI a spawned worker never receives the master's messages (they are sent \
-         without blocking, so that a stopped worker cannot hold the master), so no worker is \
-         spawned; launch them all with mpiexec's `-n`",
+    let ready = library::env_is("I_MPI_SPAWN", library::intel_on)
+        && library::env_is("I_MPI_SHM_SPIN_RATIO", |ratio| ratio.trim() == "1");
+    (library::runs_on(Vendor::Intel) && !ready).then_some(
+        "Intel MPI spawns workers only with `-genv I_MPI_SPAWN on` (without it MPI_Comm_spawn \
+         crashes) and `-genv I_MPI_SHM_SPIN_RATIO 1` (without it a spawned worker, reached \
+         through the network module, is heard once every 10,000 tests and the run stalls), so \
+         none is spawned; give both on the launch line, or launch every worker with `-n`",
     )
 }
 
