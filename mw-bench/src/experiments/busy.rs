@@ -8,15 +8,19 @@
 //! README, "On a busy machine"). The other program here is this process: one thread spinning on
 //! each core for the whole experiment. Each repeat runs the fixed count, the tuner from its
 //! default start (one worker per core), the tuner from one worker and the fixed count again, in
-//! rotating order, so that all four meet the same machine. Targets: every tuned run within
-//! [`RATIO_TARGET`] of the fixed run of its repeat, and at most [`ROLLBACK_TARGET`] changes
-//! rolled back in a run.
+//! rotating order, so that all four meet the same machine; a run is taken over the fixed run of
+//! its repeat.
 //!
 //! Beside spinning threads the same fixed run varies by several percent from one run to the
 //! next (where the scheduler puts its workers against the spinners), as much as the target
-//! allows. The second fixed run measures that: a tuned run slower than the target but no further
-//! from its fixed run than the fixed run is from itself is inside the noise, neither a miss nor
-//! a success, and the verdict says so.
+//! allows, and the second fixed run measures that. So a tuned setting is judged by the median of
+//! its runs over their fixed runs (target [`RATIO_TARGET`]), which is what it costs, and its
+//! worst run by the fixed run's own worst deviation times [`RATIO_TARGET`], which catches a run
+//! the tuner spoiled (a rollback to fewer workers costs far more) without taking the noise for
+//! one. A worst run held to the target alone, or to the fixed run's worst alone, would fail a
+//! tuned setting that is the fixed run's equal about half the time or more: the largest of a
+//! setting's runs against the largest of as many fixed runs is a coin toss. Besides, at most
+//! [`ROLLBACK_TARGET`] changes rolled back in a run, and no run past the cores.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -29,7 +33,8 @@ use crate::doc::{Section, Table, Verdict};
 use crate::ideal::{Spread, against};
 use crate::{BenchError, Size};
 
-/// A tuned run over the fixed run at the core count, at most this.
+/// A tuned setting's median run over the fixed run at the core count, at most this; its worst,
+/// at most this times the fixed run's worst deviation from itself.
 pub const RATIO_TARGET: f64 = 1.05;
 
 /// Changes the tuner rolls back in one run, at most this (a probe that did not pay).
@@ -45,10 +50,12 @@ fn plan(size: Size) -> Plan {
     match size {
         // Iterations of about 0.15 s beside the spinning threads: many scheduler slices each,
         // so that a run's time says more about its workers than about where the slices fell.
+        // Eight repeats: a median of eight ratios moves by about a percent from one
+        // experiment to the next, where a single run moves by several.
         Size::Full => Plan {
             bodies: 4000,
             steps: 40,
-            repeats: 4,
+            repeats: 8,
         },
         Size::Tiny => Plan {
             bodies: 200,
@@ -189,17 +196,17 @@ pub fn noise(runs: &[Run]) -> f64 {
         .fold(1.0, f64::max)
 }
 
-/// The targets against the numbers, run by run: each tuned run within [`RATIO_TARGET`] of its
-/// repeat's fixed run, at most [`ROLLBACK_TARGET`] rollbacks in any run, and no run past the
-/// cores. A run past the ratio target but within the fixed run's own [`noise`] is neither met
-/// nor missed: a setting whose runs are all met or inside the noise makes the verdict at best
-/// partly reproduced.
+/// The targets against the numbers: for each tuned setting, the median of its runs over their
+/// fixed runs within [`RATIO_TARGET`], its worst within [`RATIO_TARGET`] times the fixed run's
+/// own [`noise`], at most [`ROLLBACK_TARGET`] rollbacks in any run and no run past the cores.
+/// Both settings meeting them reproduce the target; one, partly.
 pub fn verdict(runs: &[Run], cores: usize) -> Verdict {
     let noise = noise(runs);
+    let bound = RATIO_TARGET * noise;
     let mut parts = Vec::new();
-    let (mut met, mut unresolved) = (0, 0);
-    let mut judged = 0;
-    for setting in [Setting::Tuned, Setting::FromOne] {
+    let mut met = 0;
+    let settings = [Setting::Tuned, Setting::FromOne];
+    for setting in settings {
         let ratios = ratios(runs, setting);
         let of: Vec<&Run> = runs.iter().filter(|r| r.setting == setting).collect();
         let rollbacks = of.iter().map(|r| r.rollbacks).max().unwrap_or(0);
@@ -207,46 +214,38 @@ pub fn verdict(runs: &[Run], cores: usize) -> Verdict {
             .iter()
             .filter(|r| r.workers.iter().any(|&w| w > cores))
             .count();
-        let within = ratios.iter().filter(|&&r| r <= RATIO_TARGET).count();
-        let in_noise = ratios
-            .iter()
-            .filter(|&&r| r > RATIO_TARGET && r <= noise)
-            .count();
-        let worst = ratios.iter().copied().fold(f64::NAN, f64::max);
-        judged += 1;
-        let others_met = !ratios.is_empty() && rollbacks <= ROLLBACK_TARGET && past == 0;
-        if others_met && within == ratios.len() {
+        let spread = Spread::of(&ratios);
+        if !ratios.is_empty()
+            && spread.median <= RATIO_TARGET
+            && spread.max <= bound
+            && rollbacks <= ROLLBACK_TARGET
+            && past == 0
+        {
             met += 1;
-        } else if others_met && within + in_noise == ratios.len() {
-            unresolved += 1;
         }
-        let noisy = if in_noise > 0 {
-            format!(
-                ", {in_noise} more no further from it than the fixed run is from itself \
-                 (inside the noise)"
-            )
-        } else {
-            String::new()
-        };
         parts.push(format!(
-            "{}: {within} of {} runs within {RATIO_TARGET:.2}× the fixed run{noisy} (worst \
-             {}×), at most {rollbacks} rollback{} in a run (target ≤ {ROLLBACK_TARGET}), {past} \
-             run{} past the {cores} cores",
+            "{}: median {}× the fixed run over {} runs (target ≤ {RATIO_TARGET:.2}), worst {}× \
+             (bound {bound:.2}×), at most {rollbacks} rollback{} in a run (target ≤ \
+             {ROLLBACK_TARGET}), {past} run{} past the {cores} cores",
             setting.label(),
+            against(spread.median, RATIO_TARGET),
             ratios.len(),
-            against(worst, RATIO_TARGET),
+            against(spread.max, bound),
             if rollbacks == 1 { "" } else { "s" },
             if past == 1 { "" } else { "s" },
         ));
     }
+    let itself = Spread::of(&ratios(runs, Setting::FixedAgain));
     let why = format!(
         "N-Body beside a program spinning on every core, against N-Body fixed at {cores} \
-         workers beside it: {}; the fixed run against itself: up to {noise:.2}× apart.",
-        parts.join("; ")
+         workers beside it: {}; the fixed run against itself: median {:.2}×, up to {noise:.2}× \
+         apart, so a worst run is bounded at {RATIO_TARGET:.2} × {noise:.2}.",
+        parts.join("; "),
+        itself.median,
     );
-    if met == judged {
+    if met == settings.len() {
         Verdict::Reproduced(why)
-    } else if met + unresolved > 0 {
+    } else if met > 0 {
         Verdict::Partly(why)
     } else {
         Verdict::Not(why)
@@ -337,8 +336,10 @@ pub fn run(size: Size) -> Result<Section, BenchError> {
         verdict: verdict(&runs, cores),
         paper: format!(
             "No paper's experiment: the papers ran one worker per dedicated node. The targets \
-             are the project's: a tuned run within {RATIO_TARGET:.2}× of the fixed run at the \
-             core count, at most {ROLLBACK_TARGET} change{} rolled back in a run.",
+             are the project's: a tuned setting's median run within {RATIO_TARGET:.2}× of the \
+             fixed run at the core count, its worst run within {RATIO_TARGET:.2} times the \
+             fixed run's own worst deviation from itself, at most {ROLLBACK_TARGET} change{} \
+             rolled back in a run.",
             if ROLLBACK_TARGET == 1 { "" } else { "s" }
         ),
         ours,
@@ -376,43 +377,62 @@ mod tests {
     }
 
     #[test]
-    fn the_verdict_holds_every_run_to_the_targets() {
-        let good = [
+    fn the_verdict_holds_the_median_to_the_target_and_the_worst_to_the_noise() {
+        let mut good = vec![
             run(Setting::Fixed, 0, 1000.0, &[2, 2], 0),
             run(Setting::Tuned, 0, 1010.0, &[2, 2], 0),
             run(Setting::FromOne, 0, 1040.0, &[1, 2], 1),
         ];
         assert!(matches!(verdict(&good, 2), Verdict::Reproduced(_)));
-        let mut slow = good.clone();
-        slow[2].ms = 1100.0;
-        match verdict(&slow, 2) {
-            Verdict::Partly(why) => assert!(why.contains("worst 1.10×"), "{why}"),
-            other => panic!("{other:?}"),
-        }
-        // Past the target, but no further than the fixed run from itself: not a miss.
-        let mut noisy = slow.to_vec();
-        noisy.push(run(Setting::FixedAgain, 0, 1120.0, &[2, 2], 0));
-        match verdict(&noisy, 2) {
-            Verdict::Partly(why) => assert!(
-                why.contains("1 more no further from it than the fixed run is from itself")
-                    && why.contains("up to 1.12× apart"),
-                "{why}"
-            ),
-            other => panic!("{other:?}"),
-        }
-        noisy[1].ms = 1080.0;
-        assert!(matches!(verdict(&noisy, 2), Verdict::Partly(_)));
-        // A fixed run that repeats itself leaves no room.
-        noisy[3].ms = 1000.0;
-        assert!(matches!(verdict(&noisy, 2), Verdict::Not(_)));
-        let mut grown = good.clone();
-        grown[1].workers = vec![2, 3];
-        grown[2].rollbacks = 2;
-        assert!(matches!(verdict(&grown, 2), Verdict::Not(_)));
         let md = table(&good).markdown();
         assert!(
             md.contains("1.04×") && md.contains("1.00 (1.00–1.00)"),
             "{md}"
         );
+        // Three repeats: the median of 1.04, 1.10 and 1.02 meets the target, and the worst,
+        // 1.10×, is within 1.05 times the fixed run's own 1.06×.
+        for (repeat, tuned, again) in [(1, 1100.0, 1060.0), (2, 1020.0, 990.0)] {
+            good.push(run(Setting::Fixed, repeat, 1000.0, &[2, 2], 0));
+            good.push(run(Setting::Tuned, repeat, tuned, &[2, 2], 0));
+            good.push(run(Setting::FromOne, repeat, tuned, &[1, 2], 0));
+            good.push(run(Setting::FixedAgain, repeat, again, &[2, 2], 0));
+        }
+        match verdict(&good, 2) {
+            Verdict::Reproduced(why) => assert!(
+                why.contains("median 1.04× the fixed run over 3 runs")
+                    && why.contains("worst 1.10× (bound 1.11×)")
+                    && why.contains("up to 1.06× apart"),
+                "{why}"
+            ),
+            other => panic!("{other:?}"),
+        }
+        // A worst run past the bound: a spoiled run, whatever the median.
+        let mut spoiled = good.clone();
+        spoiled[5].ms = 1120.0;
+        match verdict(&spoiled, 2) {
+            Verdict::Partly(why) => assert!(why.contains("worst 1.12× (bound 1.11×)"), "{why}"),
+            other => panic!("{other:?}"),
+        }
+        // A median past the target, in both settings.
+        let mut slow = good.clone();
+        for r in slow.iter_mut().filter(|r| r.repeat > 0 && r.repeat < 2) {
+            if matches!(r.setting, Setting::Tuned | Setting::FromOne) {
+                r.ms = 1100.0;
+            }
+        }
+        for r in slow
+            .iter_mut()
+            .filter(|r| r.repeat == 0 && r.setting != Setting::Fixed)
+        {
+            r.ms = 1060.0;
+        }
+        match verdict(&slow, 2) {
+            Verdict::Not(why) => assert!(why.contains("median 1.06×"), "{why}"),
+            other => panic!("{other:?}"),
+        }
+        let mut grown = good.clone();
+        grown[1].workers = vec![2, 3];
+        grown[2].rollbacks = 2;
+        assert!(matches!(verdict(&grown, 2), Verdict::Not(_)));
     }
 }
