@@ -21,6 +21,11 @@ pub(crate) const HYSTERESIS_ITERATIONS: usize = 20;
 pub(crate) const CONDITIONS_CHANGED: f64 = 0.3;
 /// Predicted gain above which the first boundary of a run acts without waiting for persistence.
 pub(crate) const COLD_START_GAIN: f64 = 0.5;
+/// Share of the most that more workers could gain (`1 − from/to`, the work spread over them
+/// with nothing else changed) above which the first look acts on them without waiting for
+/// persistence: a doubling can never promise [`COLD_START_GAIN`], and from one worker on two
+/// cores the first iteration otherwise runs on one worker.
+pub(crate) const COLD_START_SHARE: f64 = 0.9;
 /// Iterations kept for the noise estimate and the baseline.
 const NOISE_WINDOW: usize = 8;
 
@@ -437,14 +442,18 @@ impl Decider {
     /// Iterations a proposal must hold before it is acted on. The starting values are a guess,
     /// not a measured choice, and every iteration spent at a poor one costs more than a later
     /// mistake would: at the first look of a run (its first checkpoint or boundary), a proposal
-    /// that promises to at least halve the objective is acted on at once (the watch still rolls
-    /// it back if it made things worse). Everywhere else, `persistence`.
+    /// that promises to at least halve the objective, or more workers that promise nearly all
+    /// they could ([`COLD_START_SHARE`]), is acted on at once (the watch still rolls it back if
+    /// it made things worse). Everywhere else, `persistence`.
     pub(super) fn persistence_needed(
         persistence: usize,
         first: bool,
         proposal: &Proposal,
     ) -> usize {
-        if first && proposal.gain >= COLD_START_GAIN {
+        let growing = proposal.change.tunable() == Tunable::NWORKERS && proposal.to > proposal.from;
+        let nearly_all =
+            growing && proposal.gain >= COLD_START_SHARE * (1.0 - proposal.from / proposal.to);
+        if first && (proposal.gain >= COLD_START_GAIN || nearly_all) {
             1
         } else {
             persistence

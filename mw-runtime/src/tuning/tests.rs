@@ -438,6 +438,37 @@ fn the_first_boundary_acts_at_once_on_a_large_gain_only() {
 }
 
 #[test]
+fn the_first_look_acts_at_once_on_more_workers_that_promise_nearly_all_they_could() {
+    let numbers = |mut p: Proposal, from: f64, to: f64| {
+        (p.from, p.to) = (from, to);
+        p
+    };
+    let workers = |from: i64, to: i64, gain: f64| {
+        let p = Proposal::new(TunableId::NWORKERS, to, gain, "test");
+        numbers(p, from as f64, to as f64)
+    };
+    let factor = |gain: f64| {
+        numbers(
+            Proposal::new(TunableId::FACTOR, 0.3, gain, "test"),
+            0.5,
+            0.3,
+        )
+    };
+    let needed = |p: &Proposal, first| Decider::persistence_needed(2, first, p);
+    // One to two workers can gain at most half: 0.485 is nearly all of it.
+    assert_eq!(needed(&workers(1, 2, 0.485), true), 1);
+    assert_eq!(needed(&workers(1, 2, 0.485), false), 2);
+    // Well short of what the doubling could give: it waits.
+    assert_eq!(needed(&workers(1, 2, 0.40), true), 2);
+    // Two to three: a third at most.
+    assert_eq!(needed(&workers(2, 3, 0.31), true), 1);
+    // Fewer workers, or another tunable, only at half the objective or more.
+    assert_eq!(needed(&workers(4, 2, 0.45), true), 2);
+    assert_eq!(needed(&factor(0.45), true), 2);
+    assert_eq!(needed(&factor(0.55), true), 1);
+}
+
+#[test]
 fn a_transient_spike_does_not_trigger_a_change() {
     let (quiet, spike) = (fig6(1.0), fig6(3.0));
     let mut h = Harness::new(23, Objective::Index);
