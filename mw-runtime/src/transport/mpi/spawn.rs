@@ -29,7 +29,7 @@
 //! `I_MPI_SHM_SPIN_RATIO=1`. A spawned process reaches the master through the network module,
 //! never shared memory, and while ranks share a node Intel MPI polls the network module once
 //! every `I_MPI_SHM_SPIN_RATIO` progress calls: 10,000 by default (measured: a message from a
-//! spawned process completed on the 9,999th `MPI_Test`). The runtime tests without blocking and
+//! spawned process completed on the 10,000th `MPI_Test`). The runtime tests without blocking and
 //! sleeps between tests while it waits, so at that ratio a message to or from a spawned worker
 //! waits seconds, and the handshake's timeouts end the run. The variables are read once, as MPI
 //! starts, so the launch line gives them (`-genv`); without both, none is tried.
