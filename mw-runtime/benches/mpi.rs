@@ -12,12 +12,14 @@
 //! Four contenders, all in chunks of one task: the plain hand-written loop, the same loop
 //! pipelined (each worker holds one task ahead), the runtime with `--prefetch 0` and with
 //! `--prefetch 1`. Like is compared with like: `--prefetch 1` with the pipelined loop,
-//! `--prefetch 0` with the plain one. Part (a) has two more: the plain and the pipelined loop
+//! `--prefetch 0` with the plain one. Part (a) has four more: the plain and the pipelined loop
 //! doing the least that any runtime measuring every task must do (the measuring loops), which
-//! tell what measuring costs from what the rest of the engine costs.
+//! tell what measuring costs from what the rest of the engine costs; and the same two moving
+//! their messages as the runtime does, posted and tested rather than with blocking calls (the
+//! posted measuring loops), which tell what a send that cannot wait on a stopped peer costs.
 //!
 //! `--rounds N` (15 with `--bench`) and `--tasks N` (100,000 empty tasks) size the runs;
-//! `--contender K` runs only the `K`th contender (0 to 5, in the order above), to profile it
+//! `--contender K` runs only the `K`th contender (0 to 7, in the order above), to profile it
 //! alone (`valgrind --tool=callgrind` on each rank). Each
 //! round runs every contender once, in rotating order; a ratio is the median of the rounds'
 //! ratios, with their least and largest, so a machine whose speed drifts (a VM whose cores move)
@@ -26,8 +28,9 @@
 use std::time::{Duration, Instant};
 
 use mw_runtime::codec::{Message, Reader};
+use mw_runtime::mpi;
 use mw_runtime::mpi::datatype::Equivalence;
-use mw_runtime::mpi::point_to_point::{Destination, Source};
+use mw_runtime::mpi::point_to_point::{Destination, Source, Status};
 use mw_runtime::mpi::topology::{Communicator, SimpleCommunicator};
 use mw_runtime::prelude::*;
 use mw_runtime::{PolicyName, RunConfig, TuningConfig};
@@ -90,7 +93,7 @@ fn hand_written(world: &SimpleCommunicator, tasks: &[u64], ahead: usize) -> Dura
 }
 
 /// The received bytes of `status`'s message in `inbox`.
-fn received<'a>(inbox: &'a [u8], status: &mw_runtime::mpi::point_to_point::Status) -> Reader<'a> {
+fn received<'a>(inbox: &'a [u8], status: &Status) -> Reader<'a> {
     let len = usize::try_from(status.count(u8::equivalent_datatype())).unwrap_or(0);
     Reader::new(&inbox[..len])
 }
@@ -101,20 +104,61 @@ type MeasuredChunk = (u64, u64, u64);
 /// and the moments of the task times (count, mean, sum of squared deviations).
 type MeasuredAnswer = (u64, u64, u64, (u64, f64, f64));
 
+/// How a measuring loop moves its messages: with blocking calls (`MPI_Recv`, `MPI_Send`), or
+/// posted and tested (`MPI_Irecv`, `MPI_Isend`, then `MPI_Test` until complete) as the runtime
+/// moves them, so that no send can wait on a stopped peer.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Calls {
+    Blocking,
+    Posted,
+}
+
+/// Receives the next message from `source` into `inbox`, the way `calls` says.
+fn receive_from<S: Source>(source: &S, inbox: &mut [u8], calls: Calls) -> Status {
+    match calls {
+        Calls::Blocking => source.receive_into(inbox),
+        Calls::Posted => mpi::request::scope(|scope| {
+            let mut request = source.immediate_receive_into(scope, inbox);
+            loop {
+                match request.test() {
+                    Ok(status) => return status,
+                    Err(pending) => request = pending,
+                }
+                std::hint::spin_loop();
+            }
+        }),
+    }
+}
+
+/// Sends `bytes` with `tag` to `to`, the way `calls` says.
+fn send_to<D: Destination>(to: &D, bytes: &[u8], tag: i32, calls: Calls) {
+    match calls {
+        Calls::Blocking => to.send_with_tag(bytes, tag),
+        Calls::Posted => mpi::request::scope(|scope| {
+            let mut request = to.immediate_send_with_tag(scope, bytes, tag);
+            // A short send is complete as it is posted: the first test says so.
+            while let Err(pending) = request.test() {
+                request = pending;
+            }
+        }),
+    }
+}
+
 /// The hand-written loop (plain with `ahead` 0, pipelined with 1) doing the least that any
 /// runtime measuring every task must do, and nothing else: chunks and answers encoded with the
 /// crate's codec into bytes (buffers reused, as the runtime reuses them); on the worker a clock
 /// read before and after each task, and the busy time and the task time's moments sent back; on
 /// the master a clock read per answer and a record of each kept for the model. No fault
-/// handling, tuning, trace, checkpoints or policy.
-fn measuring(world: &SimpleCommunicator, tasks: &[u64], ahead: usize) -> Duration {
+/// handling, tuning, trace, checkpoints or policy. With [`Calls::Posted`] its messages move as
+/// the runtime's do, which tells what a send that cannot wait on a stopped peer costs.
+fn measuring(world: &SimpleCommunicator, tasks: &[u64], ahead: usize, calls: Calls) -> Duration {
     let clock = quanta::Clock::new();
     let mut inbox = vec![0u8; 1024];
     let mut out = Vec::with_capacity(64);
     if world.rank() != 0 {
         let master = world.process_at_rank(0);
         loop {
-            let status = master.receive_into(&mut inbox[..]);
+            let status = receive_from(&master, &mut inbox[..], calls);
             if status.tag() == STOP {
                 return Duration::ZERO;
             }
@@ -126,7 +170,7 @@ fn measuring(world: &SimpleCommunicator, tasks: &[u64], ahead: usize) -> Duratio
             out.clear();
             let ms = busy.as_secs_f64() * 1e3;
             (id, task + 1, busy.as_nanos() as u64, (1u64, ms, 0.0)).encode(&mut out);
-            master.send_with_tag(&out[..], WORK);
+            send_to(&master, &out[..], WORK, calls);
         }
     }
     let workers = world.size() - 1;
@@ -139,7 +183,7 @@ fn measuring(world: &SimpleCommunicator, tasks: &[u64], ahead: usize) -> Duratio
         };
         out.clear();
         (i as u64, i as u64, task).encode(out);
-        world.process_at_rank(to).send_with_tag(&out[..], WORK);
+        send_to(&world.process_at_rank(to), &out[..], WORK, calls);
         true
     };
     let mut outstanding = 0;
@@ -147,7 +191,7 @@ fn measuring(world: &SimpleCommunicator, tasks: &[u64], ahead: usize) -> Duratio
         outstanding += (1..=workers).filter(|&w| send(w, &mut out)).count();
     }
     while outstanding > 0 {
-        let status = world.any_process().receive_into(&mut inbox[..]);
+        let status = receive_from(&world.any_process(), &mut inbox[..], calls);
         let at = clock.now();
         let (id, answer, busy_ns, _moments) =
             MeasuredAnswer::decode(&mut received(&inbox, &status))
@@ -285,19 +329,23 @@ fn ratios(ours: &[f64], theirs: &[f64]) -> Spread {
 }
 
 /// The contenders, in the order of `paired`'s samples (part (b) has no measuring loops).
-const NAMES: [&str; 6] = [
+const NAMES: [&str; 8] = [
     "plain loop",
     "pipelined loop",
     "runtime --prefetch 0",
     "runtime --prefetch 1",
     "measuring loop",
     "pipelined measuring loop",
+    "posted measuring loop",
+    "pipelined posted measuring loop",
 ];
 
 /// The per-round ratios printed, as (name, contender over, contender under), in `NAMES`'
 /// order: like with like, the runtime with prefetch over itself without, and each measuring
-/// loop over the loop it measures in and the runtime over it.
-const RATIOS: [(&str, usize, usize); 7] = [
+/// loop over the loop it measures in and the runtime over it; then each posted measuring loop
+/// over its blocking twin (what posted messages cost) and the runtime over it (what the rest of
+/// the engine costs).
+const RATIOS: [(&str, usize, usize); 11] = [
     ("prefetch 1 / pipelined", 3, 1),
     ("prefetch 0 / plain", 2, 0),
     ("prefetch 1 / prefetch 0", 3, 2),
@@ -305,6 +353,10 @@ const RATIOS: [(&str, usize, usize); 7] = [
     ("prefetch 0 / measuring", 2, 4),
     ("pipelined measuring / pipelined", 5, 1),
     ("prefetch 1 / pipelined measuring", 3, 5),
+    ("posted measuring / measuring", 6, 4),
+    ("prefetch 0 / posted measuring", 2, 6),
+    ("pipelined posted measuring / pipelined measuring", 7, 5),
+    ("prefetch 1 / pipelined posted measuring", 3, 7),
 ];
 
 /// Prints one part: each contender's median and range, then the ratios of [`RATIOS`] between
@@ -357,8 +409,10 @@ fn main() {
                 &mut || tasks_per_s(hand_written(&world.duplicate(), &empty, 1)),
                 &mut || tasks_per_s(runtime(&empty, 0)),
                 &mut || tasks_per_s(runtime(&empty, 1)),
-                &mut || tasks_per_s(measuring(&world.duplicate(), &empty, 0)),
-                &mut || tasks_per_s(measuring(&world.duplicate(), &empty, 1)),
+                &mut || tasks_per_s(measuring(&world.duplicate(), &empty, 0, Calls::Blocking)),
+                &mut || tasks_per_s(measuring(&world.duplicate(), &empty, 1, Calls::Blocking)),
+                &mut || tasks_per_s(measuring(&world.duplicate(), &empty, 0, Calls::Posted)),
+                &mut || tasks_per_s(measuring(&world.duplicate(), &empty, 1, Calls::Posted)),
             ],
         );
         if master {

@@ -87,6 +87,19 @@ pub struct MpiPart {
     pub pipelined_measuring_ratio: Option<Spread>,
     /// `--prefetch 1` over the pipelined measuring loop.
     pub like_pipelined_measuring: Option<Spread>,
+    /// The measuring loop with its messages posted and tested as the runtime's are (part (a)
+    /// only).
+    pub posted_measuring: Option<Spread>,
+    /// The posted measuring loop over the measuring loop: what posted messages cost.
+    pub posted_measuring_ratio: Option<Spread>,
+    /// `--prefetch 0` over the posted measuring loop.
+    pub like_posted_measuring: Option<Spread>,
+    /// The pipelined measuring loop with posted messages (part (a) only).
+    pub pipelined_posted_measuring: Option<Spread>,
+    /// The pipelined posted measuring loop over the pipelined measuring loop.
+    pub pipelined_posted_measuring_ratio: Option<Spread>,
+    /// `--prefetch 1` over the pipelined posted measuring loop.
+    pub like_pipelined_posted_measuring: Option<Spread>,
 }
 
 /// What the MPI bench reports: (a) empty tasks in chunks of one on one worker rank, tasks/s;
@@ -139,6 +152,14 @@ pub fn parse_mpi(stdout: &str, part: &str) -> MpiPart {
         pipelined_measuring: find("pipelined measuring loop"),
         pipelined_measuring_ratio: find("ratio pipelined measuring / pipelined"),
         like_pipelined_measuring: find("ratio prefetch 1 / pipelined measuring"),
+        posted_measuring: find("posted measuring loop"),
+        posted_measuring_ratio: find("ratio posted measuring / measuring"),
+        like_posted_measuring: find("ratio prefetch 0 / posted measuring"),
+        pipelined_posted_measuring: find("pipelined posted measuring loop"),
+        pipelined_posted_measuring_ratio: find(
+            "ratio pipelined posted measuring / pipelined measuring",
+        ),
+        like_pipelined_posted_measuring: find("ratio prefetch 1 / pipelined posted measuring"),
     }
 }
 

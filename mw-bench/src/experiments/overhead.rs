@@ -207,7 +207,9 @@ fn trace_row(what: String, off: &[f64], on: &[f64]) -> Row {
 
 /// The MPI bench's like-for-like rows: `--prefetch 1` against the pipelined loop, `--prefetch 0`
 /// against the plain one, for empty tasks (tasks/s) and 1 ms tasks (efficiency); where the part
-/// has measuring loops, each against the loop it measures in, and the runtime against each.
+/// has measuring loops, each against the loop it measures in, and the runtime against each;
+/// where it has posted measuring loops, each against its blocking twin, and the runtime
+/// against each.
 fn mpi_rows(m: &children::MpiNumbers) -> Vec<Row> {
     let mut rows = Vec::new();
     let parts = [
@@ -268,6 +270,38 @@ fn mpi_rows(m: &children::MpiNumbers) -> Vec<Row> {
                     part.prefetch_1,
                     part.pipelined_measuring,
                     part.like_pipelined_measuring,
+                ),
+            ]);
+        }
+        if part.posted_measuring.is_some() {
+            pairs.extend([
+                (
+                    "the posted measuring loop vs the measuring loop",
+                    part.posted_measuring,
+                    part.measuring,
+                    part.posted_measuring_ratio,
+                ),
+                (
+                    "`--prefetch 0` vs the posted measuring loop",
+                    part.prefetch_0,
+                    part.posted_measuring,
+                    part.like_posted_measuring,
+                ),
+            ]);
+        }
+        if part.pipelined_posted_measuring.is_some() {
+            pairs.extend([
+                (
+                    "the pipelined posted measuring loop vs the pipelined measuring loop",
+                    part.pipelined_posted_measuring,
+                    part.pipelined_measuring,
+                    part.pipelined_posted_measuring_ratio,
+                ),
+                (
+                    "`--prefetch 1` vs the pipelined posted measuring loop",
+                    part.prefetch_1,
+                    part.pipelined_posted_measuring,
+                    part.like_pipelined_posted_measuring,
                 ),
             ]);
         }
@@ -532,7 +566,7 @@ pub fn run(size: Size) -> Result<Section, BenchError> {
          the rounds' ratios, and a range of ratios that holds 1 is no difference. N-Body runs \
          the example with `--mode all` (sequential, rayon and the runtime one after the other, \
          results compared bit for bit), median of 3 runs; the MPI rows run the runtime's `mpi` \
-         bench under `mpirun --oversubscribe`: in one job, {mpi_rounds} rounds of four \
+         bench under `mpirun --oversubscribe`: in one job, {mpi_rounds} rounds of its \
          contenders in rotating order, all in chunks of one task: a hand-written rsmpi loop \
          (send a task, receive from anyone, send the next to whoever answered), the same loop \
          pipelined (each worker holds one task ahead), and the runtime with `--prefetch 0` and \
@@ -543,8 +577,13 @@ pub fn run(size: Size) -> Result<Section, BenchError> {
          the master, a record of each answer kept for the model). Against the loop it measures \
          in, each gives what measuring costs, and so the most a runtime that measures every \
          task can reach; the runtime against it, what the rest of the engine costs (fault \
-         handling, the policy, the tuner's probe, the trace and checkpoint hooks). With 2 workers on 2 \
-         cores the master shares a core with them.\n\n{}\n\
+         handling, the policy, the tuner's probe, the trace and checkpoint hooks). With empty \
+         tasks two more again, the posted measuring loops: the same two with their messages \
+         posted and tested (`MPI_Irecv`, `MPI_Isend`, `MPI_Test`) as the runtime's are, so that \
+         no send can wait on a stopped peer, where the measuring loops block (`MPI_Recv`, \
+         `MPI_Send`). Against its blocking twin, each gives what posted messages cost; the \
+         runtime against it, what the engine costs beyond both. With 2 workers on 2 cores the \
+         master shares a core with them.\n\n{}\n\
          **Prefetch**: the same runtime with one chunk held ahead per worker (`--prefetch 1`, the \
          default) and without (`--prefetch 0`), paired round by round:\n\n{}",
         table.markdown(),
@@ -596,6 +635,20 @@ fn verdict_text(mpi: Option<&children::MpiNumbers>, gains: &[Spread]) -> String 
                 r(m.empty.like_pipelined_measuring)
             ));
         }
+    }
+    if let Some(m) = mpi
+        && m.empty.posted_measuring.is_some()
+    {
+        let r = |s: Option<Spread>| s.map_or("–".into(), |s| s.times());
+        parts.push(format!(
+            "with its messages posted and tested as the runtime's are, the measuring loop \
+             reaches {} its blocking twin's and the pipelined one {}, and against them \
+             `--prefetch 0` reaches {} and `--prefetch 1` {}",
+            r(m.empty.posted_measuring_ratio),
+            r(m.empty.pipelined_posted_measuring_ratio),
+            r(m.empty.like_posted_measuring),
+            r(m.empty.like_pipelined_posted_measuring)
+        ));
     }
     if let Some(threads) = gains.first() {
         let mut gain = format!(
@@ -683,6 +736,48 @@ mod tests {
         let verdict = verdict_text(Some(&m), &[]);
         assert!(
             verdict.contains("pipelined, the measuring loop reaches 0.85"),
+            "{verdict}"
+        );
+    }
+
+    #[test]
+    fn the_posted_measuring_loops_get_their_rows_where_the_bench_printed_them() {
+        let stdout = "(a) runtime --prefetch 0: tasks/s 1000 (min 900, max 1100)\n\
+            (a) runtime --prefetch 1: tasks/s 2000 (min 1900, max 2100)\n\
+            (a) measuring loop: tasks/s 1600 (min 1500, max 1700)\n\
+            (a) pipelined measuring loop: tasks/s 3400 (min 3300, max 3500)\n\
+            (a) posted measuring loop: tasks/s 1400 (min 1300, max 1500)\n\
+            (a) pipelined posted measuring loop: tasks/s 3000 (min 2900, max 3100)\n\
+            (a) ratio posted measuring / measuring: 0.875 (min 0.850, max 0.900)\n\
+            (a) ratio prefetch 0 / posted measuring: 0.714 (min 0.700, max 0.730)\n\
+            (a) ratio pipelined posted measuring / pipelined measuring: 0.882 (min 0.860, max 0.900)\n\
+            (a) ratio prefetch 1 / pipelined posted measuring: 0.667 (min 0.650, max 0.680)\n";
+        let (m, rows) = numbers_and_rows(stdout);
+        let find = |end: &str| {
+            rows.iter()
+                .find(|r| r.what.ends_with(end))
+                .unwrap_or_else(|| panic!("no row {end}"))
+        };
+        let cost = find("the posted measuring loop vs the measuring loop");
+        assert_eq!(cost.ours, m.empty.posted_measuring.unwrap().text(0));
+        assert_eq!(cost.baseline, m.empty.measuring.unwrap().text(0));
+        assert!(cost.result.starts_with("0.88"), "{}", cost.result);
+        let pipelined = find("`--prefetch 1` vs the pipelined posted measuring loop");
+        assert_eq!(
+            pipelined.baseline,
+            m.empty.pipelined_posted_measuring.unwrap().text(0)
+        );
+        assert!(pipelined.result.starts_with("0.67"), "{}", pipelined.result);
+        // The blocking loops' own lines are not read as the posted ones'.
+        assert_eq!(m.empty.measuring.unwrap().median, 1600.0);
+        assert_eq!(m.empty.pipelined_measuring.unwrap().median, 3400.0);
+        let verdict = verdict_text(Some(&m), &[]);
+        assert!(
+            verdict.contains("reaches 0.88× (0.85–0.90) its blocking twin's and the pipelined one"),
+            "{verdict}"
+        );
+        assert!(
+            verdict.contains("`--prefetch 1` 0.67× (0.65–0.68)"),
             "{verdict}"
         );
     }
