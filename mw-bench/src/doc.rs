@@ -42,6 +42,32 @@ pub struct Section {
     pub seconds: f64,
 }
 
+impl Section {
+    /// The section in Markdown, from its heading to its last figure, linking figures inside
+    /// `figures`; `note`, in italics, between the heading and the verdict.
+    pub fn markdown(&self, figures: &Path, note: Option<&str>) -> String {
+        let mut md = String::new();
+        let _ = writeln!(md, "## {}\n", self.title);
+        if let Some(note) = note {
+            let _ = writeln!(md, "*{note}*\n");
+        }
+        let _ = writeln!(md, "{}\n", self.verdict.line());
+        let _ = writeln!(md, "### The paper\n\n{}\n", self.paper.trim_end());
+        let _ = writeln!(md, "### Here\n\n{}\n", self.ours.trim_end());
+        for figure in &self.figures {
+            let link = figures.join(&figure.file);
+            let _ = writeln!(
+                md,
+                "![{}]({})\n\n*{}*\n",
+                figure.chart.title,
+                link.display(),
+                figure.caption
+            );
+        }
+        md
+    }
+}
+
 /// The one line a section opens with, judged from its own numbers.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Verdict {
@@ -134,20 +160,7 @@ impl Document {
         }
         let _ = writeln!(md, "{}", time_table.markdown());
         for section in &self.sections {
-            let _ = writeln!(md, "## {}\n", section.title);
-            let _ = writeln!(md, "{}\n", section.verdict.line());
-            let _ = writeln!(md, "### The paper\n\n{}\n", section.paper.trim_end());
-            let _ = writeln!(md, "### Here\n\n{}\n", section.ours.trim_end());
-            for figure in &section.figures {
-                let link = figures.join(&figure.file);
-                let _ = writeln!(
-                    md,
-                    "![{}]({})\n\n*{}*\n",
-                    figure.chart.title,
-                    link.display(),
-                    figure.caption
-                );
-            }
+            md.push_str(&section.markdown(figures, None));
         }
         md
     }

@@ -32,7 +32,8 @@
 //! Experiments run in this process through `mw_runtime::run_config` and the synthetic and xfire
 //! examples' libraries; the runs of the N-Body example, the MPI runs and the runtime's MPI bench
 //! start other programs, because those need their own binaries. `ideal` holds the arithmetic
-//! of the ideal time, `doc` the Markdown, `machine` what the document says about this computer.
+//! of the ideal time, `doc` the Markdown, `machine` what the document says about this computer,
+//! `merge` how one experiment rerun alone replaces its section in a document (`--merge`).
 //!
 //! Crates: clap (the command line, as every binary of the workspace), serde_json (the raw numbers
 //! beside the document, so later runs can be compared), bincode (the codec's reference), and
@@ -48,6 +49,7 @@ pub mod doc;
 pub mod experiments;
 pub mod ideal;
 pub mod machine;
+pub mod merge;
 
 use doc::{Document, Section};
 
@@ -103,6 +105,11 @@ pub struct Options {
     /// Folder, relative to DIR, for the figures and the raw numbers (results.json)
     #[arg(long, value_name = "SUBDIR", default_value = "benchmarks")]
     pub figures: PathBuf,
+    /// Put this experiment's section in place of its old version in the document already in
+    /// DIR (and its numbers in SUBDIR/results.json), saying when, where and under what load it
+    /// ran, instead of writing a document of its own
+    #[arg(long)]
+    pub merge: bool,
 }
 
 /// How big the experiments are.
@@ -168,6 +175,22 @@ pub fn run(cli: &Cli) -> Result<PathBuf, BenchError> {
         Command::Cluster(o) => (o, &[Experiment::Cluster]),
         Command::ClusterWorkers(o) => (o, &[Experiment::ClusterWorkers]),
     };
+    let existing = if options.merge {
+        if matches!(cli.command, Command::All(_)) {
+            return Err(BenchError(
+                "error: --merge puts one experiment's section into the document; `all` writes \
+                 the whole document\nhelp: leave out --merge, or name the experiment to run"
+                    .into(),
+            ));
+        }
+        Some(merge::Existing::read(
+            &options.out,
+            &options.figures,
+            options.size,
+        )?)
+    } else {
+        None
+    };
     let in_the_box = [Experiment::Cluster, Experiment::ClusterWorkers];
     if which.iter().any(|e| in_the_box.contains(e)) && options.size == Size::Full {
         experiments::cluster::able()?;
@@ -200,11 +223,30 @@ pub fn run(cli: &Cli) -> Result<PathBuf, BenchError> {
         peak_load: load.finish(),
         sections,
     };
-    write(&document, &options.out, &options.figures)
+    match existing {
+        Some(existing) => {
+            write_figures(&document, &options.out, &options.figures)?;
+            existing.merge(&document, &options.figures)
+        }
+        None => write(&document, &options.out, &options.figures),
+    }
 }
 
 /// Writes `BENCHMARKS.md` into `out`, the figures and `results.json` into `out/figures`.
 fn write(document: &Document, out: &Path, figures: &Path) -> Result<PathBuf, BenchError> {
+    let figure_dir = write_figures(document, out, figures)?;
+    let put = |path: PathBuf, text: &str| {
+        std::fs::write(&path, text)
+            .map_err(|e| BenchError(format!("error: cannot write `{}`: {e}", path.display())))
+    };
+    put(figure_dir.join("results.json"), &document.json())?;
+    let path = out.join("BENCHMARKS.md");
+    put(path.clone(), &document.markdown(figures))?;
+    Ok(path)
+}
+
+/// Draws the figures of `document` into `out/figures` (created if missing); returns that folder.
+fn write_figures(document: &Document, out: &Path, figures: &Path) -> Result<PathBuf, BenchError> {
     let figure_dir = out.join(figures);
     std::fs::create_dir_all(&figure_dir).map_err(|e| {
         BenchError(format!(
@@ -223,10 +265,7 @@ fn write(document: &Document, out: &Path, figures: &Path) -> Result<PathBuf, Ben
             put(figure_dir.join(&figure.file), &svg)?;
         }
     }
-    put(figure_dir.join("results.json"), &document.json())?;
-    let path = out.join("BENCHMARKS.md");
-    put(path.clone(), &document.markdown(figures))?;
-    Ok(path)
+    Ok(figure_dir)
 }
 
 /// The command that reproduces this document.
@@ -255,6 +294,9 @@ fn command_line(cli: &Cli) -> String {
     }
     if options.figures != Path::new("benchmarks") {
         text.push_str(&format!(" --figures {}", options.figures.display()));
+    }
+    if options.merge {
+        text.push_str(" --merge");
     }
     text
 }
