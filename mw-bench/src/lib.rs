@@ -33,7 +33,8 @@
 //! examples' libraries; the runs of the N-Body example, the MPI runs and the runtime's MPI bench
 //! start other programs, because those need their own binaries. `ideal` holds the arithmetic
 //! of the ideal time, `doc` the Markdown, `machine` what the document says about this computer,
-//! `merge` how one experiment rerun alone replaces its section in a document (`--merge`).
+//! `merge` how one experiment rerun alone replaces its section in a document (`--merge`),
+//! `teardown` what takes down the namespaces an experiment set up, even at a signal.
 //!
 //! Crates: clap (the command line, as every binary of the workspace), serde_json (the raw numbers
 //! beside the document, so later runs can be compared), bincode (the codec's reference), and
@@ -50,6 +51,7 @@ pub mod experiments;
 pub mod ideal;
 pub mod machine;
 pub mod merge;
+pub mod teardown;
 
 use doc::{Document, Section};
 

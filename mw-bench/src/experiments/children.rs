@@ -9,9 +9,11 @@ use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use mw_runtime::RunMetrics;
+use rustix::process::{Pid, Signal, kill_process};
 
 use crate::BenchError;
 use crate::ideal::Spread;
+use crate::teardown::Teardown;
 
 /// The first number after `marker` in `text` (a decimal, maybe signed or in `e` notation).
 pub fn number_after(text: &str, marker: &str) -> Option<f64> {
@@ -211,11 +213,16 @@ pub fn run_with_limit(mut command: Command, limit: Duration) -> Result<Output, S
     };
     let out = read(child.stdout.take().map(|p| Box::new(p) as _));
     let err = read(child.stderr.take().map(|p| Box::new(p) as _));
+    let stop = stopped_at_signal(child.id());
     let started = Instant::now();
     let status = loop {
         match child.try_wait().map_err(|e| e.to_string())? {
-            Some(status) => break status,
+            Some(status) => {
+                stop.disarm();
+                break status;
+            }
             None if started.elapsed() > limit => {
+                stop.disarm();
                 let _ = child.kill();
                 let _ = child.wait();
                 return Err(format!(
@@ -230,6 +237,16 @@ pub fn run_with_limit(mut command: Command, limit: Duration) -> Result<Output, S
         status,
         stdout: out.join().unwrap_or_default(),
         stderr: err.join().unwrap_or_default(),
+    })
+}
+
+/// Ends child `pid` (SIGTERM) at a signal that ends this process while the child runs: a
+/// `timeout` in front of a program passes it on, and kills what ignores it.
+fn stopped_at_signal(pid: u32) -> Teardown {
+    Teardown::new(move || {
+        if let Some(pid) = i32::try_from(pid).ok().and_then(Pid::from_raw) {
+            let _ = kill_process(pid, Signal::TERM);
+        }
     })
 }
 

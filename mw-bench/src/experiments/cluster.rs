@@ -20,7 +20,8 @@
 //!
 //! Needs root, `ip`, `tc`, `unshare` and `mpirun`: without them the experiment stops with an
 //! error that says which is missing. The box has names of its own ([`PREFIX`], [`NET`]) and is
-//! taken down by them when the experiment ends, whether it succeeded or not.
+//! taken down by them when the experiment ends, whether it succeeded or not, or at a SIGINT or
+//! SIGTERM that ends `mw-bench` first.
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -39,6 +40,7 @@ use super::model_mpi::synthetic_binary;
 use super::{LINK_LATENCY_MS, LINK_MBIT, fixed, program, synthetic};
 use crate::doc::{Figure, Section, Table, Verdict, ms, percent};
 use crate::ideal::{Spread, median};
+use crate::teardown::Teardown;
 use crate::{BenchError, Size};
 
 /// Nodes of the box: the master's and two of workers.
@@ -146,26 +148,38 @@ pub fn able() -> Result<(), BenchError> {
 }
 
 /// A box brought up by `cluster/mw-cluster` under this experiment's names; taken down by them
-/// when dropped.
+/// when dropped, or at a signal that ends the process first.
 pub(super) struct ClusterBox {
-    script: PathBuf,
-    state: PathBuf,
-    /// The relay's binary, for a delay on a kernel without `netem`, where it built.
-    relay: Option<PathBuf>,
+    script: Script,
     /// The delay added to each frame, ms, and what added it (`netem` or `relay`).
     pub(super) delay_ms: Option<f64>,
     pub(super) delay_with: Option<String>,
+    _down: Teardown,
 }
 
-impl ClusterBox {
-    fn run_script(&self, args: &[String]) -> Result<(), String> {
-        let mut command = Command::new(&self.script);
+/// `cluster/mw-cluster` with this experiment's names and state.
+#[derive(Debug, Clone)]
+struct Script {
+    path: PathBuf,
+    state: PathBuf,
+    /// The relay's binary, for a delay on a kernel without `netem`, where it built.
+    relay: Option<PathBuf>,
+}
+
+impl Script {
+    fn command(&self) -> Command {
+        let mut command = Command::new(&self.path);
         command.env("MWC_PREFIX", PREFIX);
         command.env("MWC_NET", NET);
         command.env("MWC_STATE", &self.state);
         if let Some(relay) = &self.relay {
             command.env("MWC_RELAY", relay);
         }
+        command
+    }
+
+    fn run(&self, args: &[String]) -> Result<(), String> {
+        let mut command = self.command();
         command.args(args);
         let out = run_with_limit(command, Duration::from_secs(120))?;
         if out.status.success() {
@@ -173,6 +187,21 @@ impl ClusterBox {
         } else {
             Err(String::from_utf8_lossy(&out.stderr).trim().to_owned())
         }
+    }
+
+    /// Takes down what `up` made. `up` writes its state before it makes anything, and refuses
+    /// without a trace over names that exist already: with no state there is nothing of ours
+    /// to take down.
+    fn down(&self) {
+        if self.state.exists() {
+            let _ = self.run(&["down".into()]);
+        }
+    }
+}
+
+impl ClusterBox {
+    fn run_script(&self, args: &[String]) -> Result<(), String> {
+        self.script.run(args)
     }
 
     /// [`NODES`] nodes, each cable shaped to `mbit` both ways with `delay_ms` added by `netem`
@@ -190,12 +219,20 @@ impl ClusterBox {
         let state = std::env::temp_dir().join(format!("mw-bench-cluster-{}", std::process::id()));
         // Without the relay built, the box says so where the kernel has no netem.
         let relay = relay_binary().ok();
-        let mut b = ClusterBox {
-            script,
+        let script = Script {
+            path: script,
             state,
             relay,
+        };
+        let down = {
+            let script = script.clone();
+            Teardown::new(move || script.down())
+        };
+        let mut b = ClusterBox {
+            script,
             delay_ms: Some(delay_ms),
             delay_with: None,
+            _down: down,
         };
         let args = vec![
             "up".to_string(),
@@ -225,7 +262,7 @@ impl ClusterBox {
 
     /// What added the delay, as the box's state says (`delay=0.1 by relay ...`).
     fn delay_by(&self) -> Option<String> {
-        let config = std::fs::read_to_string(self.state.join("config")).ok()?;
+        let config = std::fs::read_to_string(self.script.state.join("config")).ok()?;
         let by = config
             .split_whitespace()
             .skip_while(|w| *w != "by")
@@ -254,10 +291,10 @@ impl ClusterBox {
         }
         let mut command = Command::new("timeout");
         command.args(["-k", "5", &limit.as_secs().to_string()]);
-        command.arg(&self.script);
+        command.arg(&self.script.path);
         command.env("MWC_PREFIX", PREFIX);
         command.env("MWC_NET", NET);
-        command.env("MWC_STATE", &self.state);
+        command.env("MWC_STATE", &self.script.state);
         command.args([
             "run",
             "--oversubscribe",
@@ -284,16 +321,6 @@ impl ClusterBox {
     /// The network namespace of node `k`, as `ip netns` names it.
     fn namespace(k: usize) -> PathBuf {
         Path::new("/run/netns").join(Self::node(k))
-    }
-}
-
-impl Drop for ClusterBox {
-    fn drop(&mut self) {
-        // `up` writes its state before it makes anything, and refuses without a trace over
-        // names that exist already: with no state there is nothing of ours to take down.
-        if self.state.exists() {
-            let _ = self.run_script(&["down".into()]);
-        }
     }
 }
 

@@ -12,7 +12,8 @@
 //! answered within [`LAG_TARGET`] iterations.
 //!
 //! Needs what [`super::cluster`] needs (root, `ip`, `tc`, `unshare`, `mpirun`); the box is taken
-//! down by its names when the experiment ends, whether it succeeded or not.
+//! down by its names when the experiment ends, whether it succeeded or not, or at a SIGINT or
+//! SIGTERM that ends `mw-bench` first.
 
 use std::path::Path;
 use std::time::Duration;

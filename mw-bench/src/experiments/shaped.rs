@@ -20,6 +20,7 @@ use super::children::run_with_limit;
 use super::model_mpi::synthetic_binary;
 use crate::doc::{Section, Table, Verdict};
 use crate::ideal::{Spread, median};
+use crate::teardown::Teardown;
 use crate::{BenchError, Size};
 
 /// The shaped and emulated bandwidth, Mbit/s.
@@ -43,9 +44,11 @@ const PAPER: &str = "No counterpart in the papers, whose clusters had real 100 M
 Ethernet. A check of this project's emulation of it (`--link-latency`, `--link-bandwidth`) \
 against the kernel's TCP stack with the bandwidth shaped the same.";
 
-/// The namespace and veth pair of one experiment, removed when dropped.
+/// The namespace and veth pair of one experiment, removed when dropped (or at a signal that
+/// ends the process first).
 struct ShapedLink {
     namespace: String,
+    _removed: Teardown,
 }
 
 impl ShapedLink {
@@ -53,8 +56,19 @@ impl ShapedLink {
     /// ways.
     fn create() -> Result<ShapedLink, String> {
         let id = std::process::id() % 100_000;
+        let namespace = format!("mw-bench-{id}");
+        let removed = {
+            let namespace = namespace.clone();
+            // Deleting the namespace deletes its end of the pair, and so the pair.
+            Teardown::new(move || {
+                let _ = Command::new("ip")
+                    .args(["netns", "del", &namespace])
+                    .output();
+            })
+        };
         let link = ShapedLink {
-            namespace: format!("mw-bench-{id}"),
+            namespace,
+            _removed: removed,
         };
         let (outer, inner) = (format!("mwo{id}"), format!("mwi{id}"));
         let rate = format!("{MBIT}mbit");
@@ -95,15 +109,6 @@ impl ShapedLink {
             }
         }
         Ok(link)
-    }
-}
-
-impl Drop for ShapedLink {
-    fn drop(&mut self) {
-        // Deleting the namespace deletes its end of the pair, and so the pair.
-        let _ = Command::new("ip")
-            .args(["netns", "del", &self.namespace])
-            .output();
     }
 }
 
