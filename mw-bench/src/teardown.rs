@@ -88,22 +88,26 @@ pub fn watch_signals() -> std::io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::Arc;
     use std::sync::atomic::AtomicUsize;
+    use std::sync::{Arc, MutexGuard, PoisonError};
 
     /// The list is the process's: one test at a time uses it.
     static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
-    #[test]
-    fn a_teardown_runs_once_when_dropped_and_not_again_at_a_signal() {
-        let _alone = ONE_AT_A_TIME
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+    /// This test's turn at the list, and a teardown counting its runs in the counter returned.
+    fn counting() -> (MutexGuard<'static, ()>, Teardown, Arc<AtomicUsize>) {
+        let alone = ONE_AT_A_TIME.lock().unwrap_or_else(PoisonError::into_inner);
         let runs = Arc::new(AtomicUsize::new(0));
         let counted = Arc::clone(&runs);
-        let held = Teardown::new(move || {
+        let teardown = Teardown::new(move || {
             counted.fetch_add(1, Ordering::Relaxed);
         });
+        (alone, teardown, runs)
+    }
+
+    #[test]
+    fn a_teardown_runs_once_when_dropped_and_not_again_at_a_signal() {
+        let (_alone, held, runs) = counting();
         drop(held);
         run_pending();
         assert_eq!(runs.load(Ordering::Relaxed), 1);
@@ -111,24 +115,15 @@ mod tests {
 
     #[test]
     fn a_disarmed_teardown_never_runs() {
-        let _alone = ONE_AT_A_TIME
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let runs = Arc::new(AtomicUsize::new(0));
-        let counted = Arc::clone(&runs);
-        Teardown::new(move || {
-            counted.fetch_add(1, Ordering::Relaxed);
-        })
-        .disarm();
+        let (_alone, held, runs) = counting();
+        held.disarm();
         run_pending();
         assert_eq!(runs.load(Ordering::Relaxed), 0);
     }
 
     #[test]
     fn what_is_still_up_is_taken_down_newest_first() {
-        let _alone = ONE_AT_A_TIME
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(PoisonError::into_inner);
         let order = Arc::new(Mutex::new(Vec::new()));
         let held: Vec<Teardown> = (0..3)
             .map(|k| {

@@ -167,8 +167,18 @@ struct Script {
 }
 
 impl Script {
-    fn command(&self) -> Command {
-        let mut command = Command::new(&self.path);
+    /// The script's command, with this experiment's names; behind `timeout -k 5 LIMIT` when
+    /// given a limit (a run's `mpirun` may ignore SIGTERM).
+    fn command(&self, limit: Option<Duration>) -> Command {
+        let mut command = match limit {
+            Some(limit) => {
+                let mut command = Command::new("timeout");
+                command.args(["-k", "5", &limit.as_secs().max(1).to_string()]);
+                command.arg(&self.path);
+                command
+            }
+            None => Command::new(&self.path),
+        };
         command.env("MWC_PREFIX", PREFIX);
         command.env("MWC_NET", NET);
         command.env("MWC_STATE", &self.state);
@@ -179,7 +189,7 @@ impl Script {
     }
 
     fn run(&self, args: &[String]) -> Result<(), String> {
-        let mut command = self.command();
+        let mut command = self.command(None);
         command.args(args);
         let out = run_with_limit(command, Duration::from_secs(120))?;
         if out.status.success() {
@@ -200,10 +210,6 @@ impl Script {
 }
 
 impl ClusterBox {
-    fn run_script(&self, args: &[String]) -> Result<(), String> {
-        self.script.run(args)
-    }
-
     /// [`NODES`] nodes, each cable shaped to `mbit` both ways with `delay_ms` added by `netem`
     /// or the relay; where neither can add it, no delay (what `mw-cluster up --delay` said is
     /// returned beside the box).
@@ -243,16 +249,17 @@ impl ClusterBox {
             slots.to_string(),
         ];
         let with_delay = [args.clone(), vec!["--delay".into(), delay_ms.to_string()]].concat();
-        match b.run_script(&with_delay) {
+        match b.script.run(&with_delay) {
             Ok(()) => {
                 b.delay_with = b.delay_by();
                 Ok((b, None))
             }
             Err(e) if e.contains("--delay") => {
                 // What a failed `up` made is taken down before the box comes up without delay.
-                let _ = b.run_script(&["down".into()]);
+                let _ = b.script.run(&["down".into()]);
                 b.delay_ms = None;
-                b.run_script(&args)
+                b.script
+                    .run(&args)
                     .map_err(|e| format!("`mw-cluster up` failed: {e}"))?;
                 Ok((b, Some(e)))
             }
@@ -289,12 +296,7 @@ impl ClusterBox {
         if n > second {
             hosts.push_str(&format!(",{}:{}", Self::node(3), n - second));
         }
-        let mut command = Command::new("timeout");
-        command.args(["-k", "5", &limit.as_secs().to_string()]);
-        command.arg(&self.script.path);
-        command.env("MWC_PREFIX", PREFIX);
-        command.env("MWC_NET", NET);
-        command.env("MWC_STATE", &self.script.state);
+        let mut command = self.script.command(Some(limit));
         command.args([
             "run",
             "--oversubscribe",
