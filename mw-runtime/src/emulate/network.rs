@@ -489,7 +489,10 @@ mod tests {
         assert!(staying.send(ready()));
         let (who, message) = master.recv().expect("a message");
         assert!(matches!((who, &message), (0, FromWorker::Ready { .. })));
-        assert!(crate::clock::since(sent) >= Duration::from_millis(19));
+        // The link's sleeper wakes early by the average of its past oversleeps (`Sleeper`),
+        // which the first sleep on a busy machine can make a few ms: a message sent at once
+        // would take well under half the latency.
+        assert!(crate::clock::since(sent) >= Duration::from_millis(10));
     }
 
     #[test]
