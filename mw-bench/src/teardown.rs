@@ -3,8 +3,9 @@
 //! [`Teardown`], which takes it down when dropped (the experiment ended, or failed); a SIGINT
 //! or SIGTERM that ends the process first would skip every drop, so [`watch_signals`] takes
 //! down whatever is still up, newest first (a program before the box it runs in), before the
-//! process exits with the signal's status.
+//! process exits with the signal's status. A [`Scratch`] folder is one of them.
 
+use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -54,6 +55,48 @@ fn pending() -> std::sync::MutexGuard<'static, Vec<(u64, Action)>> {
     PENDING
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// A scratch folder for an experiment's files (metrics, traces): made under the system's
+/// temporary folder with a name nobody can guess or take first and for its owner alone (a
+/// name made of the process id could be a link another local user put there), removed with
+/// everything in it when dropped or at a signal.
+#[derive(Debug)]
+pub struct Scratch {
+    path: PathBuf,
+    _removed: Teardown,
+}
+
+impl Scratch {
+    /// A new folder named `NAME-` and a random suffix.
+    ///
+    /// # Errors
+    /// The folder could not be made; the message names where.
+    pub fn new(name: &str) -> Result<Scratch, String> {
+        use std::os::unix::fs::PermissionsExt;
+        let path = tempfile::Builder::new()
+            .prefix(&format!("{name}-"))
+            .permissions(std::fs::Permissions::from_mode(0o700))
+            .tempdir()
+            .map_err(|e| {
+                format!(
+                    "no scratch folder in `{}`: {e}",
+                    std::env::temp_dir().display()
+                )
+            })?
+            .keep();
+        let removed = path.clone();
+        Ok(Scratch {
+            path,
+            _removed: Teardown::new(move || {
+                let _ = std::fs::remove_dir_all(&removed);
+            }),
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
 }
 
 /// Runs every teardown still pending, newest first (what was set up last may rest on what
@@ -119,6 +162,20 @@ mod tests {
         held.disarm();
         run_pending();
         assert_eq!(runs.load(Ordering::Relaxed), 0);
+    }
+
+    #[test]
+    fn a_scratch_folder_is_its_owners_alone_and_gone_when_dropped() {
+        use std::os::unix::fs::PermissionsExt;
+        let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(PoisonError::into_inner);
+        let scratch = Scratch::new("mw-bench-test").expect("a scratch folder");
+        let path = scratch.path().to_path_buf();
+        std::fs::write(path.join("metrics.json"), "{}").expect("writable");
+        let mode = std::fs::metadata(&path).expect("made").permissions().mode();
+        assert_eq!(mode & 0o077, 0, "{mode:o}");
+        assert!(Scratch::new("mw-bench-test").expect("another").path() != path);
+        drop(scratch);
+        assert!(!path.exists());
     }
 
     #[test]

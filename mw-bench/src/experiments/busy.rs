@@ -31,6 +31,7 @@ use serde_json::json;
 
 use crate::doc::{Section, Table, Verdict};
 use crate::ideal::{Spread, against};
+use crate::teardown::Scratch;
 use crate::{BenchError, Size};
 
 /// A tuned setting's median run over the fixed run at the core count, at most this; its worst,
@@ -298,7 +299,8 @@ pub fn table(runs: &[Run]) -> Table {
 pub fn run(size: Size) -> Result<Section, BenchError> {
     let plan = plan(size);
     let cores = std::thread::available_parallelism().map_or(1, usize::from);
-    let path = std::env::temp_dir().join(format!("mw-bench-busy-{}.json", std::process::id()));
+    let scratch = Scratch::new("mw-bench-busy").map_err(BenchError)?;
+    let path = scratch.path().join("metrics.json");
     let spinning = Spinners::start(cores);
     let mut runs = Vec::new();
     for repeat in 0..plan.repeats {
@@ -316,7 +318,6 @@ pub fn run(size: Size) -> Result<Section, BenchError> {
         }
     }
     drop(spinning);
-    let _ = std::fs::remove_file(&path);
     let ours = format!(
         "The `nbody` example, {} bodies for {} steps on threads, beside {cores} threads of \
          another process spinning for the whole experiment (one per core). {} repeat{}, each \

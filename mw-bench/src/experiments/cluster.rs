@@ -40,7 +40,7 @@ use super::model_mpi::synthetic_binary;
 use super::{LINK_LATENCY_MS, LINK_MBIT, fixed, program, synthetic};
 use crate::doc::{Figure, Section, Table, Verdict, ms, percent};
 use crate::ideal::{Spread, median};
-use crate::teardown::Teardown;
+use crate::teardown::{Scratch, Teardown};
 use crate::{BenchError, Size};
 
 /// Nodes of the box: the master's and two of workers.
@@ -154,7 +154,10 @@ pub(super) struct ClusterBox {
     /// The delay added to each frame, ms, and what added it (`netem` or `relay`).
     pub(super) delay_ms: Option<f64>,
     pub(super) delay_with: Option<String>,
+    /// Taken down before the folder holding its state is removed (fields drop in order; at a
+    /// signal, the newest teardown runs first).
     _down: Teardown,
+    _scratch: Scratch,
 }
 
 /// `cluster/mw-cluster` with this experiment's names and state.
@@ -222,7 +225,9 @@ impl ClusterBox {
             .parent()
             .map_or_else(|| PathBuf::from("cluster"), |dir| dir.join("cluster"))
             .join("mw-cluster");
-        let state = std::env::temp_dir().join(format!("mw-bench-cluster-{}", std::process::id()));
+        // The box's state in a folder of this run's own (`mw-cluster up` makes `state`).
+        let scratch = Scratch::new("mw-bench-cluster")?;
+        let state = scratch.path().join("state");
         // Without the relay built, the box says so where the kernel has no netem.
         let relay = relay_binary().ok();
         let script = Script {
@@ -239,6 +244,7 @@ impl ClusterBox {
             delay_ms: Some(delay_ms),
             delay_with: None,
             _down: down,
+            _scratch: scratch,
         };
         let args = vec![
             "up".to_string(),
@@ -955,7 +961,7 @@ pub(super) fn not_run(title: &str, paper: &str, command: &str, size: Size) -> Se
 }
 
 /// Where [`able`], `measure(exe, dir)` with the synthetic example built with the `mpi` feature
-/// and a scratch folder named after `scratch`, removed when it returns.
+/// and a scratch folder named after `scratch` (see [`Scratch`]), removed when it returns.
 ///
 /// # Errors
 /// Not root, a tool missing, the build failed, or what `measure` returned.
@@ -965,12 +971,8 @@ pub(super) fn with_synthetic<T>(
 ) -> Result<T, BenchError> {
     able()?;
     let exe = synthetic_binary().map_err(BenchError)?;
-    let dir = std::env::temp_dir().join(format!("{scratch}-{}", std::process::id()));
-    std::fs::create_dir_all(&dir)
-        .map_err(|e| BenchError(format!("error: `{}`: {e}", dir.display())))?;
-    let result = measure(&exe, &dir);
-    let _ = std::fs::remove_dir_all(&dir);
-    result.map_err(|e| BenchError(format!("error: {e}")))
+    let scratch = Scratch::new(scratch).map_err(|e| BenchError(format!("error: {e}")))?;
+    measure(&exe, scratch.path()).map_err(|e| BenchError(format!("error: {e}")))
 }
 
 /// What the experiment measured: both networks' sweeps and the box's link.

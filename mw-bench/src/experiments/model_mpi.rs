@@ -19,6 +19,7 @@ use super::calibration::{Observed, calibrated};
 use super::children::{self, run_with_limit};
 use super::model::{CASES, Case, PAPER_SCALE, Sweep, VOLUMES, compare};
 use crate::BenchError;
+use crate::teardown::Scratch;
 
 /// The most workers run under MPI (ranks: one more).
 pub const MAX_WORKERS: usize = 7;
@@ -100,40 +101,36 @@ pub fn sweeps() -> Result<Vec<Sweep>, String> {
         return Err("no `mpirun` on the PATH".into());
     }
     let exe = synthetic_binary()?;
-    let dir = std::env::temp_dir().join(format!("mw-bench-model-mpi-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).map_err(|e| format!("`{}`: {e}", dir.display()))?;
-    let result = (|| {
-        let mut sweeps = Vec::new();
-        for case in cases() {
-            let (mut observed, mut calibrated_on) = (Vec::new(), Vec::new());
-            let (mut at_volume, mut runs) = (Vec::new(), Vec::new());
-            for n in 2..=MAX_WORKERS {
-                let o = observe(&exe, &dir, &case, n, 1.0)?;
-                observed.push((n, o.time_ms));
-                if n % 2 == 0 {
-                    at_volume.push(o);
-                    calibrated_on.push(n);
-                    for &volume in VOLUMES.iter().filter(|&&v| v != 1.0) {
-                        runs.push(observe(&exe, &dir, &case, n, volume)?);
-                    }
+    let scratch = Scratch::new("mw-bench-model-mpi")?;
+    let dir = scratch.path();
+    let mut sweeps = Vec::new();
+    for case in cases() {
+        let (mut observed, mut calibrated_on) = (Vec::new(), Vec::new());
+        let (mut at_volume, mut runs) = (Vec::new(), Vec::new());
+        for n in 2..=MAX_WORKERS {
+            let o = observe(&exe, dir, &case, n, 1.0)?;
+            observed.push((n, o.time_ms));
+            if n % 2 == 0 {
+                at_volume.push(o);
+                calibrated_on.push(n);
+                for &volume in VOLUMES.iter().filter(|&&v| v != 1.0) {
+                    runs.push(observe(&exe, dir, &case, n, volume)?);
                 }
             }
-            runs.extend(at_volume.iter().copied());
-            let Some(params) = calibrated(&at_volume, &runs, case.protocol) else {
-                continue;
-            };
-            let sweep = compare(
-                case.figure,
-                case.protocol,
-                &params,
-                &observed,
-                &calibrated_on,
-            )
-            .map_err(|BenchError(e)| e)?;
-            sweeps.push(sweep);
         }
-        Ok(sweeps)
-    })();
-    let _ = std::fs::remove_dir_all(&dir);
-    result
+        runs.extend(at_volume.iter().copied());
+        let Some(params) = calibrated(&at_volume, &runs, case.protocol) else {
+            continue;
+        };
+        let sweep = compare(
+            case.figure,
+            case.protocol,
+            &params,
+            &observed,
+            &calibrated_on,
+        )
+        .map_err(|BenchError(e)| e)?;
+        sweeps.push(sweep);
+    }
+    Ok(sweeps)
 }

@@ -14,6 +14,7 @@ use super::children;
 use super::{fixed, program, synthetic};
 use crate::doc::{Section, Table, Verdict, ms, percent};
 use crate::ideal::{Spread, median};
+use crate::teardown::Scratch;
 use crate::{BenchError, Size};
 
 /// One line of the table.
@@ -166,11 +167,9 @@ fn trace_times(
     chunk_of_one: bool,
     rounds: usize,
 ) -> Result<(Vec<f64>, Vec<f64>), BenchError> {
-    let dir = std::env::temp_dir().join(format!("mw-bench-trace-{}", std::process::id()));
-    std::fs::create_dir_all(&dir)
-        .map_err(|e| BenchError(format!("error: `{}`: {e}", dir.display())))?;
-    let trace = dir.join("run.trace.json");
-    let times = paired(
+    let scratch = Scratch::new("mw-bench-trace").map_err(|e| BenchError(format!("error: {e}")))?;
+    let trace = scratch.path().join("run.trace.json");
+    paired(
         rounds,
         || synthetic_ms(tasks, mean_ms, workers, chunk_of_one, |_| {}),
         || {
@@ -178,9 +177,7 @@ fn trace_times(
                 run.trace = Some(trace.clone());
             })
         },
-    );
-    let _ = std::fs::remove_dir_all(&dir);
-    times
+    )
 }
 
 /// The trace's row: the median overhead with the range of the rounds' overheads; a range that

@@ -19,6 +19,7 @@ use super::children;
 use super::{LINK_LATENCY_MS, LINK_MBIT, fixed, program, synthetic};
 use crate::doc::{Section, Table, Verdict, ms};
 use crate::ideal::median;
+use crate::teardown::Scratch;
 use crate::{BenchError, Size};
 
 /// The target of the median error, from the issue that asked for the prediction.
@@ -185,12 +186,10 @@ fn mpi_trials(size: Size) -> Result<Vec<Trial>, String> {
         return Err("no `mpirun` on the PATH".into());
     }
     let exe = super::model_mpi::synthetic_binary()?;
-    let dir = std::env::temp_dir().join(format!("mw-bench-predict-mpi-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).map_err(|e| format!("`{}`: {e}", dir.display()))?;
+    let scratch = Scratch::new("mw-bench-predict-mpi")?;
     // 8 workers are 9 ranks on 2 cores: as many as fit (see the MPI model validation).
-    let result = trials(Setup::Mpi(&exe, &dir), 200, 4, &[2, 8], &[16, 32]);
-    let _ = std::fs::remove_dir_all(&dir);
-    result.map_err(|BenchError(e)| e.trim_start_matches("error: ").to_string())
+    trials(Setup::Mpi(&exe, scratch.path()), 200, 4, &[2, 8], &[16, 32])
+        .map_err(|BenchError(e)| e.trim_start_matches("error: ").to_string())
 }
 
 /// Runs the experiment.

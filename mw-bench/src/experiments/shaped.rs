@@ -20,7 +20,7 @@ use super::children::run_with_limit;
 use super::model_mpi::synthetic_binary;
 use crate::doc::{Section, Table, Verdict};
 use crate::ideal::{Spread, median};
-use crate::teardown::Teardown;
+use crate::teardown::{Scratch, Teardown};
 use crate::{BenchError, Size};
 
 /// The shaped and emulated bandwidth, Mbit/s.
@@ -268,12 +268,9 @@ pub fn run(size: Size) -> Result<Section, BenchError> {
         Some(why) => Err(why),
         None => (|| {
             let exe = synthetic_binary()?;
-            let dir = std::env::temp_dir().join(format!("mw-bench-shaped-{}", std::process::id()));
-            std::fs::create_dir_all(&dir).map_err(|e| format!("`{}`: {e}", dir.display()))?;
+            let scratch = Scratch::new("mw-bench-shaped")?;
             let link = ShapedLink::create()?;
-            let rows = measure(&exe, &link, &dir);
-            let _ = std::fs::remove_dir_all(&dir);
-            rows
+            measure(&exe, &link, scratch.path())
         })(),
     };
     Ok(match measured {

@@ -28,6 +28,7 @@ use serde_json::json;
 use super::{LINK_LATENCY_MS, LINK_MBIT, fixed, program, synthetic};
 use crate::doc::{Figure, Section, Table, Verdict};
 use crate::ideal::{against, median};
+use crate::teardown::Scratch;
 use crate::{BenchError, Size};
 
 #[derive(Debug, Clone)]
@@ -301,12 +302,11 @@ fn measure_nbody(
         "--objective".to_owned(),
         "time".to_owned(),
     ]);
-    let path = std::env::temp_dir().join(format!("mw-bench-nbody-{}.json", std::process::id()));
-    let row = repeated((load, workers, Setting::NBody), repeats, || {
+    let scratch = Scratch::new("mw-bench-nbody").map_err(BenchError)?;
+    let path = scratch.path().join("metrics.json");
+    repeated((load, workers, Setting::NBody), repeats, || {
         super::children::nbody_metrics(&args, &path).map_err(BenchError)
-    });
-    let _ = std::fs::remove_file(&path);
-    row
+    })
 }
 
 /// The fastest fixed count's row and the tuned row among `of` (one load and setting).
