@@ -7,7 +7,7 @@ use std::path::Path;
 use mwgen::report::chart::LineChart;
 
 use crate::Size;
-use crate::machine::Machine;
+use crate::machine::{Load, Machine};
 
 /// The whole document.
 #[derive(Debug)]
@@ -288,18 +288,18 @@ pub fn percent(fraction: f64) -> String {
 /// What the load average says about the runs: above the cores, other programs competed with
 /// them (the suite's own spinning runs count too, up to a core each).
 fn load_note(cores: usize, peak: Option<f64>) -> String {
-    match peak {
-        Some(peak) if peak <= cores as f64 => format!(
+    match Load::of(cores, peak) {
+        Load::Quiet(peak) => format!(
             "The machine had {cores} cores and was otherwise idle: the 1-minute load average, \
              sampled every 5 s, peaked at {peak:.2}, the suite's own runs included.\n"
         ),
-        Some(peak) => format!(
+        Load::Contended(peak) => format!(
             "The machine had {cores} cores and the 1-minute load average, sampled every 5 s, \
              peaked at {peak:.2}, above the cores: the suite's own MPI runs (whose ranks poll \
              for messages) or other programs competed for them at times, so read each spread \
              before its median.\n"
         ),
-        None => format!(
+        Load::Unread => format!(
             "The machine had {cores} cores; its load could not be read, so other programs may \
              have competed with the runs.\n"
         ),

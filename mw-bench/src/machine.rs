@@ -143,6 +143,29 @@ impl LoadWatch {
     }
 }
 
+/// How busy the machine was while runs went on: the peak of its 1-minute load average
+/// against its cores, the one judgement every note on the load makes.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Load {
+    /// The peak within the cores: nothing but the runs themselves wanted them.
+    Quiet(f64),
+    /// The peak above the cores: the runs' own ranks (which poll for messages) or other
+    /// programs competed for them at times.
+    Contended(f64),
+    /// No load average to read.
+    Unread,
+}
+
+impl Load {
+    pub fn of(cores: usize, peak: Option<f64>) -> Load {
+        match peak {
+            Some(peak) if peak <= cores as f64 => Load::Quiet(peak),
+            Some(peak) => Load::Contended(peak),
+            None => Load::Unread,
+        }
+    }
+}
+
 /// The 1-minute load average, from `/proc/loadavg`.
 fn load_average() -> Option<f64> {
     let text = std::fs::read_to_string("/proc/loadavg").ok()?;

@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{Value, json};
 
 use crate::doc::{Document, Section, Table};
+use crate::machine::Load;
 use crate::{BenchError, Size};
 
 /// The heading of the section whose table gives each experiment's run time.
@@ -140,16 +141,16 @@ impl Existing {
 /// What a merged section says under its heading: made from the run that regenerated it.
 fn note(document: &Document, section: &Section) -> String {
     let cores = document.machine.cores;
-    let load = match document.peak_load {
-        Some(peak) if peak <= cores as f64 => format!(
+    let load = match Load::of(cores, document.peak_load) {
+        Load::Quiet(peak) => format!(
             "the 1-minute load average peaking at {peak:.2} on its {cores} cores, its own runs \
              included"
         ),
-        Some(peak) => format!(
+        Load::Contended(peak) => format!(
             "the 1-minute load average peaking at {peak:.2} on its {cores} cores, above them: \
-             its own MPI runs or other programs competed for them at times"
+             its own runs or other programs competed for them at times"
         ),
-        None => "its load unread".to_owned(),
+        Load::Unread => "its load unread".to_owned(),
     };
     format!(
         "Regenerated alone (`{}`) at {} on {} in {:.0} s, {load}. The rest of the document is \
