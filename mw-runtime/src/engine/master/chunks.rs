@@ -218,12 +218,19 @@ where
             {
                 flight
             }
-            _ => {
+            other => {
+                // What was expected, for telling a worker's mistake from a message mixed up on
+                // the way (an answer of another worker's, one of an earlier chunk).
+                let expected = other.map_or_else(
+                    || "it held no chunk".to_owned(),
+                    |f| format!("it was given chunk {} of {} task(s)", f.chunk, f.len),
+                );
                 return Err(Error::backend(format!(
-                    "worker {worker} answered chunk {} with {} results, which does not match the \
-                     chunk it was given",
+                    "worker {worker} answered chunk {} with {} result(s) and {} failure(s), which \
+                     does not match the chunk it was given: {expected}",
                     done.chunk,
-                    done.results.len()
+                    done.results.len(),
+                    done.failed.len()
                 )));
             }
         };
