@@ -20,6 +20,8 @@
 //! expression (7) the sweep shows a variant for links whose latency overlaps between messages
 //! sent together ([`overlapped`]): the start-ups paid once each way instead of `n + 1` times.
 
+use std::ops::RangeInclusive;
+
 use mw_runtime::model::{self, Params};
 use mw_runtime::{PolicyName, Protocol};
 use mwgen::report::chart::{LineChart, Series};
@@ -617,6 +619,47 @@ adds up). The variant charges the start-ups once each way, `2·mo`, with the tra
 queued one after another: (8) at every `n` (under sync, where each send waits for its receive, \
 it is (9) unchanged). The verdict judges (7), the paper's model.";
 
+/// One case's sweep over the worker counts `counts`, each run by `observe(n, volume)` at the
+/// case's volume; the even counts also at every other volume of `volumes`, to calibrate the
+/// model on, the odd ones held out to score it on. `None` where the calibration finds no fit.
+///
+/// # Errors
+/// A run that failed, or parameters the model rejects.
+pub(super) fn sweep(
+    case: &Case,
+    counts: RangeInclusive<usize>,
+    volumes: &[f64],
+    mut observe: impl FnMut(usize, f64) -> Result<Observed, BenchError>,
+) -> Result<Option<Sweep>, BenchError> {
+    let mut observed = Vec::new();
+    let (mut at_volume, mut runs) = (Vec::new(), Vec::new());
+    let mut calibrated_on = Vec::new();
+    for n in counts {
+        let o = observe(n, 1.0)?;
+        observed.push((n, o.time_ms));
+        // Even counts calibrate, at every volume; odd ones are held out, to score the model on.
+        if n % 2 == 0 {
+            at_volume.push(o);
+            calibrated_on.push(n);
+            for &volume in volumes.iter().filter(|&&v| v != 1.0) {
+                runs.push(observe(n, volume)?);
+            }
+        }
+    }
+    runs.extend(at_volume.iter().copied());
+    let Some(params) = calibrated(&at_volume, &runs, case.protocol) else {
+        return Ok(None);
+    };
+    compare(
+        case.figure,
+        case.protocol,
+        &params,
+        &observed,
+        &calibrated_on,
+    )
+    .map(Some)
+}
+
 /// Runs the experiment.
 ///
 /// # Errors
@@ -626,34 +669,14 @@ pub fn run(size: Size) -> Result<Section, BenchError> {
     let mut sweeps = Vec::new();
     let mut figures = Vec::new();
     for case in &plan.cases {
-        let mut observed = Vec::new();
-        let (mut at_volume, mut runs) = (Vec::new(), Vec::new());
-        let mut calibrated_on = Vec::new();
         let last = (*plan.workers.end()).min(case.paper_workers);
-        for n in *plan.workers.start()..=last {
-            let o = observe(case, &plan, n, 1.0)?;
-            observed.push((n, o.time_ms));
-            // Even counts calibrate, at every volume; odd ones are held out, to score the
-            // model on.
-            if n % 2 == 0 {
-                at_volume.push(o);
-                calibrated_on.push(n);
-                for &volume in plan.volumes.iter().filter(|&&v| v != 1.0) {
-                    runs.push(observe(case, &plan, n, volume)?);
-                }
-            }
-        }
-        runs.extend(at_volume.iter().copied());
-        let Some(params) = calibrated(&at_volume, &runs, case.protocol) else {
+        let counts = *plan.workers.start()..=last;
+        let Some(sweep) = sweep(case, counts, &plan.volumes, |n, volume| {
+            observe(case, &plan, n, volume)
+        })?
+        else {
             continue;
         };
-        let sweep = compare(
-            case.figure,
-            case.protocol,
-            &params,
-            &observed,
-            &calibrated_on,
-        )?;
         let name = case.figure.replace(['(', ')'], "");
         let points = |f: fn(&Point) -> f64| -> Vec<(f64, f64)> {
             sweep

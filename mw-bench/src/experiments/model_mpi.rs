@@ -15,9 +15,9 @@ use std::time::Duration;
 
 use mw_runtime::PolicyName;
 
-use super::calibration::{Observed, calibrated};
+use super::calibration::Observed;
 use super::children::{self, run_with_limit};
-use super::model::{CASES, Case, PAPER_SCALE, Sweep, VOLUMES, compare};
+use super::model::{CASES, Case, PAPER_SCALE, Sweep, VOLUMES, sweep};
 use crate::BenchError;
 use crate::teardown::Scratch;
 
@@ -105,32 +105,11 @@ pub fn sweeps() -> Result<Vec<Sweep>, String> {
     let dir = scratch.path();
     let mut sweeps = Vec::new();
     for case in cases() {
-        let (mut observed, mut calibrated_on) = (Vec::new(), Vec::new());
-        let (mut at_volume, mut runs) = (Vec::new(), Vec::new());
-        for n in 2..=MAX_WORKERS {
-            let o = observe(&exe, dir, &case, n, 1.0)?;
-            observed.push((n, o.time_ms));
-            if n % 2 == 0 {
-                at_volume.push(o);
-                calibrated_on.push(n);
-                for &volume in VOLUMES.iter().filter(|&&v| v != 1.0) {
-                    runs.push(observe(&exe, dir, &case, n, volume)?);
-                }
-            }
-        }
-        runs.extend(at_volume.iter().copied());
-        let Some(params) = calibrated(&at_volume, &runs, case.protocol) else {
-            continue;
-        };
-        let sweep = compare(
-            case.figure,
-            case.protocol,
-            &params,
-            &observed,
-            &calibrated_on,
-        )
+        let found = sweep(&case, 2..=MAX_WORKERS, &VOLUMES, |n, volume| {
+            observe(&exe, dir, &case, n, volume).map_err(BenchError)
+        })
         .map_err(|BenchError(e)| e)?;
-        sweeps.push(sweep);
+        sweeps.extend(found);
     }
     Ok(sweeps)
 }
