@@ -250,7 +250,14 @@ pub(crate) fn connect<T, S, R>(config: &RunConfig) -> Result<Option<Joined<T, S,
             .as_ref()
             .map(|l| (l.contact().encode(), l.contact().secret()));
         let spawner = Spawner::new(launched, pool, contact);
-        let link = MpiMaster::new(world, config.protocol, layout, lifelines, spawner);
+        let link = MpiMaster::new(
+            world,
+            config.protocol,
+            layout,
+            lifelines,
+            spawner,
+            config.faults.liveness,
+        );
         // Unless told otherwise, a pool that can grow and whose `nworkers` is tuned starts with
         // the ranks already paid for, and the tuner spawns more when it wants them.
         let grows = pool > launched && config.tuning.mode.tunes_workers();

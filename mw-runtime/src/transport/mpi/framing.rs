@@ -3,6 +3,7 @@
 //! follows on the bulk communicator in parts ([`super::parts`]).
 
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use mpi::Tag;
 use mpi::datatype::Equivalence;
@@ -87,10 +88,32 @@ pub(super) fn receive(
     from: Option<Rank>,
     mut keep_waiting: impl FnMut(Option<Rank>) -> bool,
 ) -> Result<Option<Incoming>> {
-    match receive_head(comms, inbox, from, || keep_waiting(None))? {
-        Some(head) => receive_rest(comms, inbox, head, keep_waiting),
-        None => Ok(None),
-    }
+    let Some(head) = receive_head(comms, inbox, from, || keep_waiting(None))? else {
+        return Ok(None);
+    };
+    Ok(
+        match receive_rest(comms, inbox, head, None, keep_waiting)? {
+            Rest::Whole(incoming) => Some(incoming),
+            Rest::GaveUp | Rest::Stalled { .. } => None,
+        },
+    )
+}
+
+/// The pace a part of a long message is given to come at, on top of the patience: a slow
+/// network's (10 MB/s), so that only a sender that stopped sending runs out of it.
+const SLOW_PACE: f64 = 10e6;
+
+/// What came of waiting for the rest of a long message.
+pub(super) enum Rest {
+    /// The whole message.
+    Whole(Incoming),
+    /// The caller said to stop waiting, or the sender failed.
+    GaveUp,
+    /// A part did not come within the patience given (and its time at [`SLOW_PACE`]): its
+    /// sender stopped in the middle of the message. Without a bound the receiver would wait for
+    /// as long as the sender is stopped, since a part beyond the transport's eager limit moves
+    /// only while the sender's MPI makes progress (TCP's rendezvous).
+    Stalled { rank: Rank, waited: Duration },
 }
 
 /// A message's first part, in the endpoint's buffer: the whole of a short message, or the
@@ -127,16 +150,18 @@ pub(super) fn receive_head(
 }
 
 /// The message `head` begins: a short one is whole in `inbox` already; the body of a long one
-/// is received on `bulk`, asking `keep_waiting(Some(rank))` between tests.
+/// is received on `bulk`, asking `keep_waiting(Some(rank))` between tests, each part for at
+/// most `patience` (when given) plus its time at [`SLOW_PACE`].
 pub(super) fn receive_rest(
     comms: &Comms,
     inbox: &[u8],
     head: Head,
+    patience: Option<Duration>,
     mut keep_waiting: impl FnMut(Option<Rank>) -> bool,
-) -> Result<Option<Incoming>> {
+) -> Result<Rest> {
     let Head { rank, tag, len } = head;
     if tag & FOLLOWS == 0 {
-        return Ok(Some((rank, tag, Body::Inline(len))));
+        return Ok(Rest::Whole((rank, tag, Body::Inline(len))));
     }
     let tag = tag & !FOLLOWS;
     let total = parts::announced(&inbox[..len.min(inbox.len())]).ok_or_else(|| {
@@ -148,8 +173,14 @@ pub(super) fn receive_rest(
     let mut body = vec![0u8; total];
     for range in parts::parts(total, PART) {
         let expected = range.len();
+        let bound = patience.map(|p| p + Duration::from_secs_f64(expected as f64 / SLOW_PACE));
+        let started = bound.map(|_| Instant::now());
+        let mut stalled = false;
         match posted::receive(&comms.bulk, Some(rank), Some(tag), &mut body, range, || {
-            keep_waiting(Some(rank))
+            stalled = started
+                .zip(bound)
+                .is_some_and(|(started, bound)| started.elapsed() > bound);
+            !stalled && keep_waiting(Some(rank))
         }) {
             Received::Message(status)
                 if status.count(u8::equivalent_datatype()) as usize == expected => {}
@@ -159,15 +190,19 @@ pub(super) fn receive_rest(
                     status.count(u8::equivalent_datatype())
                 )));
             }
-            Received::GaveUp => return Ok(None),
+            Received::GaveUp if stalled => {
+                let waited = started.map_or(Duration::ZERO, |s| s.elapsed());
+                return Ok(Rest::Stalled { rank, waited });
+            }
+            Received::GaveUp => return Ok(Rest::GaveUp),
             Received::Failed(code) if ulfm::process_failed(code) => {
                 ulfm::acknowledge(&comms.inline);
-                return Ok(None);
+                return Ok(Rest::GaveUp);
             }
             Received::Failed(code) => return Err(failed(code)),
         }
     }
-    Ok(Some((rank, tag, Body::Bulk(body))))
+    Ok(Rest::Whole((rank, tag, Body::Bulk(body))))
 }
 
 fn failed(code: std::os::raw::c_int) -> Error {

@@ -10,7 +10,8 @@ use mpi::topology::{Communicator, Rank, SimpleCommunicator};
 
 use super::backoff::{Backoff, CHECK_EVERY};
 use super::framing::{
-    Body, Comms, EAGER, Endpoint, Head, INLINE, Outgoing, post_message, receive_head, receive_rest,
+    Body, Comms, EAGER, Endpoint, Head, INLINE, Outgoing, Rest, post_message, receive_head,
+    receive_rest,
 };
 use super::kill;
 use super::layout::Place;
@@ -136,6 +137,10 @@ pub(super) struct MpiMaster<T, S, R> {
     /// A message the steady path received but leaves to the general path (anything but a
     /// short answer): the next one [`next`](Self::next) returns.
     early: Option<Head>,
+    /// How long a part of a long message may take to come (beyond its time at a slow
+    /// network's pace) before its sender is given up as stopped in the middle of it: the
+    /// liveness timeout.
+    patience: Duration,
 }
 
 impl<T, S, R> MpiMaster<T, S, R> {
@@ -145,6 +150,7 @@ impl<T, S, R> MpiMaster<T, S, R> {
         layout: Option<(Layout, Vec<Place>)>,
         lifelines: Option<Lifelines>,
         spawner: Spawner,
+        patience: Duration,
     ) -> Self {
         let pool = world.size() as usize - 1 + spawner.slots();
         let (layout, places) = layout.map_or((None, Vec::new()), |(l, p)| (Some(l), p));
@@ -169,6 +175,7 @@ impl<T, S, R> MpiMaster<T, S, R> {
             },
             spawner,
             early: None,
+            patience,
         }
     }
 
@@ -375,10 +382,14 @@ impl<T, S, R> MpiMaster<T, S, R> {
                 None => receive_head(comms, inbox, None, || keep_waiting(None))?,
             };
             let received = match head {
-                Some(head) => receive_rest(comms, inbox, head, keep_waiting)?,
-                None => None,
+                Some(head) => receive_rest(comms, inbox, head, Some(self.patience), keep_waiting)?,
+                None => Rest::GaveUp,
             };
-            let Some((rank, tag, body)) = received else {
+            if let Rest::Stalled { rank, waited } = received {
+                self.stalled(rank as usize - 1, waited);
+                continue;
+            }
+            let Rest::Whole((rank, tag, body)) = received else {
                 // A failure MPI reported (ULFM) ended the receive: report it now.
                 self.gone
                     .look(&self.end.comms, &mut self.posted, &mut self.spawner);
@@ -393,6 +404,44 @@ impl<T, S, R> MpiMaster<T, S, R> {
             }
             // From a worker given up on: dropped.
         }
+    }
+
+    /// Nothing more goes to `worker` or is taken from it, and its process is ended (see
+    /// [`end_process`](Self::end_process)); nothing when it is gone already.
+    fn give_up_and_end(&mut self, worker: usize) {
+        if self.gone.gone.get(worker) != Some(&false) {
+            return;
+        }
+        self.gone.give_up(worker, &mut self.posted);
+        if self.spawner.is_slot(worker) {
+            // A slot without a process costs nothing to give up.
+            if let Some(place) = self.spawner.lose(worker) {
+                self.gone.lost = true;
+                if self.places.len() <= worker {
+                    self.places.resize(worker + 1, Place::default());
+                }
+                self.places[worker] = place;
+                self.end_process(worker);
+            }
+            return;
+        }
+        self.gone.lost = true;
+        self.end_process(worker);
+    }
+
+    /// `worker` stopped in the middle of a message (a part did not come for `waited`): it is
+    /// given up on and ended as a forsaken worker is, and reported lost.
+    fn stalled(&mut self, worker: usize, waited: Duration) {
+        if self.gone.gone.get(worker) != Some(&false) {
+            return;
+        }
+        self.give_up_and_end(worker);
+        let why = format!(
+            "it stopped in the middle of a message: a part did not come for {:.1} s \
+             (--liveness-timeout)",
+            waited.as_secs_f64()
+        );
+        self.gone.unreported.push_back((worker, why));
     }
 
     /// A message from `worker` as the engine takes it.
@@ -614,23 +663,7 @@ impl<T: Message, S: Message, R: Message> MasterLink<T, S, R> for MpiMaster<T, S,
     }
 
     fn forsake(&mut self, worker: usize) {
-        if self.gone.gone.get(worker) == Some(&false) {
-            self.gone.give_up(worker, &mut self.posted);
-            if self.spawner.is_slot(worker) {
-                // A slot without a process costs nothing to give up.
-                if let Some(place) = self.spawner.lose(worker) {
-                    self.gone.lost = true;
-                    if self.places.len() <= worker {
-                        self.places.resize(worker + 1, Place::default());
-                    }
-                    self.places[worker] = place;
-                    self.end_process(worker);
-                }
-                return;
-            }
-            self.gone.lost = true;
-            self.end_process(worker);
-        }
+        self.give_up_and_end(worker);
     }
 }
 

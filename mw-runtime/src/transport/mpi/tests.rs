@@ -1,15 +1,19 @@
-//! The transport's own handling of faults, under an MPI launcher with 4 processes and a launch
-//! line that keeps the job when a rank dies (Open MPI 4: `--mca orte_enable_recovery 1`; Open
-//! MPI 5: `--enable-recovery -x OMPI_MCA_orte_enable_recovery=1`, the variable telling the
-//! runtime what the flag does not; MPICH has no such line):
+//! The transport's own handling of faults, each test under an MPI launcher of its own (MPI
+//! starts once per process) with a launch line that keeps the job when a rank dies (Open MPI 4:
+//! `--mca orte_enable_recovery 1`; Open MPI 5: `--with-ft ulfm`; MPICH has no such line):
 //!
 //!     cargo test -p mw-runtime --features mpi --lib --no-run
 //!     mpirun --oversubscribe --mca orte_enable_recovery 1 -np 4 \
-//!         target/debug/deps/mw_runtime-<hash> transport::mpi::tests --ignored --test-threads 1
+//!         target/debug/deps/mw_runtime-<hash> --ignored --exact \
+//!         transport::mpi::tests::a_dead_worker_is_lost_once_and_a_stopped_one_is_ended
+//!     mpirun --oversubscribe --mca orte_enable_recovery 1 -np 2 \
+//!         target/debug/deps/mw_runtime-<hash> --ignored --exact \
+//!         transport::mpi::tests::a_worker_stopped_in_the_middle_of_a_long_message_is_given_up
 //!
-//! Worker 0 answers, worker 1 is killed by the master (SIGKILL, as `kill -9` would), worker 2
-//! stops for good (SIGSTOP). Ignored by a plain `cargo test`; started with `--ignored` in another
-//! launch, it fails and says why.
+//! In the first, worker 0 answers, worker 1 is killed by the master (SIGKILL, as `kill -9`
+//! would), worker 2 stops for good (SIGSTOP). In the second, the one worker announces a long
+//! message and sends none of its body. Ignored by a plain `cargo test`; started with
+//! `--ignored` in another launch, each fails and says why.
 #![allow(clippy::unwrap_used)]
 
 use std::mem::ManuallyDrop;
@@ -19,10 +23,12 @@ use std::time::{Duration, Instant};
 use mpi::topology::Communicator;
 
 use super::bootstrap::finalize;
+use super::framing::{Endpoint, FOLLOWS, Outgoing};
 use super::master_link::{MpiMaster, recovery_enabled};
+use super::posted::Posted;
 use super::spawn::Spawner;
 use super::worker_link::MpiWorker;
-use super::{kill, layout, lifeline};
+use super::{DONE, kill, layout, lifeline, parts};
 use crate::protocol::Protocol;
 use crate::transport::{Chunk, Done, FromWorker, MasterLink, ToWorker, WorkerLink};
 
@@ -102,8 +108,14 @@ fn a_dead_worker_is_lost_once_and_a_stopped_one_is_ended() {
     }
 
     let spawner = Spawner::new(3, 3, None);
-    let mut link =
-        MpiMaster::<u32, u32, u32>::new(world, Protocol::Async, layout, lifelines, spawner);
+    let mut link = MpiMaster::<u32, u32, u32>::new(
+        world,
+        Protocol::Async,
+        layout,
+        lifelines,
+        spawner,
+        Duration::from_secs(60),
+    );
     for worker in 0..3 {
         let part = Arc::new(7);
         link.send(worker, ToWorker::Shared { iteration: 0, part })
@@ -169,5 +181,62 @@ fn a_dead_worker_is_lost_once_and_a_stopped_one_is_ended() {
     eprintln!(
         "worker 1 reported lost {:.2} ms after its SIGKILL",
         lost_after.unwrap_or_default().as_secs_f64() * 1e3,
+    );
+}
+
+#[test]
+#[ignore = "needs 2 processes under an MPI launcher that keeps the job when a rank dies (see \
+            this module's doc)"]
+fn a_worker_stopped_in_the_middle_of_a_long_message_is_given_up() {
+    let launched = crate::launch::detect().map(|launch| launch.size);
+    assert!(
+        launched == Some(2) && recovery_enabled(),
+        "launch it with 2 processes and recovery, e.g. `mpirun --mca orte_enable_recovery 1 -np \
+         2` (this module's doc); it was launched with {launched:?} processes, recovery {}",
+        if recovery_enabled() { "on" } else { "off" }
+    );
+    let universe = ManuallyDrop::new(mpi::initialize().unwrap());
+    let world = universe.world().duplicate();
+    let layout = layout::gather(&world, 0);
+    let lifelines = lifeline::connect(&world, 1, 0, Duration::from_secs(60));
+    if world.rank() != 0 {
+        // The announcement of a 4 MiB answer, and then nothing: as a sender stopped between
+        // its parts, or one whose parts move only with its MPI's progress (TCP), which a
+        // stopped process never makes.
+        let end = Endpoint::new(world);
+        let header = Outgoing::Own(parts::announcement(4 << 20).to_vec());
+        let _announced = Posted::send(&end.comms.inline, 0, DONE | FOLLOWS, header, 0..8, false);
+        std::thread::sleep(Duration::from_secs(30));
+        panic!("the master did not end this worker within 30 s");
+    }
+
+    let patience = Duration::from_secs(1);
+    let spawner = Spawner::new(1, 1, None);
+    let mut link = MpiMaster::<u32, u32, u32>::new(
+        world,
+        Protocol::Async,
+        layout,
+        lifelines,
+        spawner,
+        patience,
+    );
+    let started = Instant::now();
+    match link.recv_within(Duration::from_secs(20)).unwrap() {
+        Some((0, FromWorker::Lost { why })) => {
+            assert!(why.contains("stopped in the middle of a message"), "{why}");
+        }
+        Some((worker, _)) => panic!("expected worker 0 reported lost, got a message of {worker}"),
+        None => panic!("expected worker 0 reported lost within 20 s"),
+    }
+    let after = started.elapsed();
+    // The patience, the 4 MiB at the slow pace (0.4 s) and the abandoned receive's cancel
+    // (1 s), at most; well inside the wait's 20 s.
+    assert!(after < Duration::from_secs(5), "reported after {after:?}");
+    assert!(link.lost_any());
+    drop(link);
+    finalize(Some(ManuallyDrop::into_inner(universe)), true);
+    eprintln!(
+        "the stopped worker was reported lost after {:.2} s",
+        after.as_secs_f64()
     );
 }
