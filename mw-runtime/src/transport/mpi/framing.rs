@@ -88,7 +88,7 @@ pub(super) fn receive(
     from: Option<Rank>,
     mut keep_waiting: impl FnMut(Option<Rank>) -> bool,
 ) -> Result<Option<Incoming>> {
-    let Some(head) = receive_head(comms, inbox, from, || keep_waiting(None))? else {
+    let Heard::Head(head) = receive_head(comms, inbox, from, || keep_waiting(None))? else {
         return Ok(None);
     };
     Ok(
@@ -126,27 +126,42 @@ pub(super) struct Head {
     pub(super) len: usize,
 }
 
+/// What came of waiting for the first part of a message.
+pub(super) enum Heard {
+    /// The first part, in the endpoint's buffer.
+    Head(Head),
+    /// The caller said to stop waiting, or a failure MPI reported (ULFM) ended the wait.
+    Nothing,
+    /// A message from this rank was lost: its process failed (ULFM) as it was received. A
+    /// later message of the rank may still come, out of order: the rank is to be given up.
+    Lost(Rank),
+}
+
 /// Waits for the first part of the next message from `from` (any rank when `None`) into
-/// `inbox`, asking `keep_waiting` between tests; `Ok(None)` when it said to stop.
+/// `inbox`, asking `keep_waiting` between tests.
 pub(super) fn receive_head(
     comms: &Comms,
     inbox: &mut Vec<u8>,
     from: Option<Rank>,
     keep_waiting: impl FnMut() -> bool,
-) -> Result<Option<Head>> {
+) -> Result<Heard> {
     let whole = 0..inbox.len();
     let status = match posted::receive(&comms.inline, from, None, inbox, whole, keep_waiting) {
         Received::Message(status) => status,
-        Received::GaveUp => return Ok(None),
+        Received::GaveUp => return Ok(Heard::Nothing),
+        Received::Dropped(rank) => {
+            ulfm::acknowledge(&comms.inline);
+            return Ok(Heard::Lost(rank));
+        }
         Received::Failed(code) if ulfm::process_failed(code) => {
             ulfm::acknowledge(&comms.inline);
-            return Ok(None);
+            return Ok(Heard::Nothing);
         }
         Received::Failed(code) => return Err(failed(code)),
     };
     let (rank, tag) = (status.source_rank(), status.tag());
     let len = usize::try_from(status.count(u8::equivalent_datatype())).unwrap_or(0);
-    Ok(Some(Head { rank, tag, len }))
+    Ok(Heard::Head(Head { rank, tag, len }))
 }
 
 /// The message `head` begins: a short one is whole in `inbox` already; the body of a long one
@@ -194,7 +209,7 @@ pub(super) fn receive_rest(
                 let waited = started.map_or(Duration::ZERO, |s| s.elapsed());
                 return Ok(Rest::Stalled { rank, waited });
             }
-            Received::GaveUp => return Ok(Rest::GaveUp),
+            Received::GaveUp | Received::Dropped(_) => return Ok(Rest::GaveUp),
             Received::Failed(code) if ulfm::process_failed(code) => {
                 ulfm::acknowledge(&comms.inline);
                 return Ok(Rest::GaveUp);

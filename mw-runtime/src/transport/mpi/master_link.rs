@@ -10,7 +10,7 @@ use mpi::topology::{Communicator, Rank, SimpleCommunicator};
 
 use super::backoff::{Backoff, CHECK_EVERY};
 use super::framing::{
-    Body, Comms, EAGER, Endpoint, Head, INLINE, Outgoing, Rest, post_message, receive_head,
+    Body, Comms, EAGER, Endpoint, Head, Heard, INLINE, Outgoing, Rest, post_message, receive_head,
     receive_rest,
 };
 use super::kill;
@@ -63,15 +63,9 @@ impl Gone {
     /// Looks at the lifelines: every worker found dead is given up (its sends abandoned) and
     /// queued to be reported. A worker with a message still waiting is reported after it.
     fn look(&mut self, comms: &Comms, posted: &mut VecDeque<Posted>, spawner: &mut Spawner) {
-        // Under ULFM, MPI names the ranks that failed; a launched rank's worker is its rank - 1.
+        // Under ULFM, MPI names the ranks that failed.
         for rank in ulfm::failed(&comms.inline) {
-            let worker = usize::try_from(rank).unwrap_or(0).wrapping_sub(1);
-            if self.gone.get(worker) == Some(&false) && self.finished.get(worker) == Some(&false) {
-                self.give_up(worker, posted);
-                self.lost = true;
-                let why = "its process failed (MPI reported it, ULFM)".to_owned();
-                self.unreported.push_back((worker, why));
-            }
+            self.failed(rank, posted);
         }
         let Some(lifelines) = &mut self.lifelines else {
             return;
@@ -91,6 +85,18 @@ impl Gone {
                 self.lost = true;
                 self.unreported.push_back((worker, why));
             }
+        }
+    }
+
+    /// MPI reported that launched `rank` failed (ULFM): its worker (rank - 1) is given up and
+    /// to be reported lost, unless it finished or is gone already.
+    fn failed(&mut self, rank: Rank, posted: &mut VecDeque<Posted>) {
+        let worker = usize::try_from(rank).unwrap_or(0).wrapping_sub(1);
+        if self.gone.get(worker) == Some(&false) && self.finished.get(worker) == Some(&false) {
+            self.give_up(worker, posted);
+            self.lost = true;
+            let why = "its process failed (MPI reported it, ULFM)".to_owned();
+            self.unreported.push_back((worker, why));
         }
     }
 
@@ -377,13 +383,21 @@ impl<T, S, R> MpiMaster<T, S, R> {
                 }
             };
             let inbox = &mut self.end.inbox;
-            let head = match early {
-                Some(head) => Some(head),
+            let heard = match early {
+                Some(head) => Heard::Head(head),
                 None => receive_head(comms, inbox, None, || keep_waiting(None))?,
             };
-            let received = match head {
-                Some(head) => receive_rest(comms, inbox, head, Some(self.patience), keep_waiting)?,
-                None => Rest::GaveUp,
+            let received = match heard {
+                Heard::Head(head) => {
+                    receive_rest(comms, inbox, head, Some(self.patience), keep_waiting)?
+                }
+                Heard::Lost(rank) => {
+                    // Before anything else is taken: a later message of the rank is out of
+                    // order (one of a chunk after the one whose answer was lost).
+                    self.gone.failed(rank, &mut self.posted);
+                    continue;
+                }
+                Heard::Nothing => Rest::GaveUp,
             };
             if let Rest::Stalled { rank, waited } = received {
                 self.stalled(rank as usize - 1, waited);
@@ -607,8 +621,13 @@ impl<T: Message, S: Message, R: Message> MasterLink<T, S, R> for MpiMaster<T, S,
             tests < STEADY_TESTS
         };
         let inbox = &mut self.end.inbox;
-        let Some(head) = receive_head(&self.end.comms, inbox, None, keep_waiting)? else {
-            return Ok(None);
+        let head = match receive_head(&self.end.comms, inbox, None, keep_waiting)? {
+            Heard::Head(head) => head,
+            Heard::Lost(rank) => {
+                self.gone.failed(rank, &mut self.posted);
+                return Ok(None);
+            }
+            Heard::Nothing => return Ok(None),
         };
         let worker = (head.rank as usize).wrapping_sub(1);
         if head.tag != DONE || self.gone.gone.get(worker) != Some(&false) {

@@ -233,6 +233,10 @@ pub(super) enum Received {
     GaveUp,
     /// MPI failed the receive, with this error code.
     Failed(c_int),
+    /// A message from this rank was found, but MPI failed its receive because the rank's
+    /// process failed (ULFM): the message is lost, and any later one from the rank is out of
+    /// order.
+    Dropped(Rank),
 }
 
 /// Posts a receive into `buffer[range]` from `source` (any rank when `None`) with `tag` (any
@@ -392,6 +396,12 @@ fn probed(
                     &mut status,
                 )
             };
+            if code != 0 && super::ulfm::process_failed(code) {
+                // The probe's status names the message's source. Seen only for ranks that were
+                // killed; some of their later messages were received after it, so the caller
+                // must give the rank up before it takes another message.
+                return Received::Dropped(status.MPI_SOURCE);
+            }
             if code != 0 {
                 return Received::Failed(code);
             }

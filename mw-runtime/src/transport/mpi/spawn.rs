@@ -814,6 +814,7 @@ fn handshake(merged: &SimpleCommunicator) -> Result<Place, String> {
         Received::Message(_) => {}
         Received::GaveUp => return Err("the spawned process never said where it runs".into()),
         Received::Failed(code) => return Err(format!("its handshake failed (code {code})")),
+        Received::Dropped(_) => return Err("its process failed in the handshake".into()),
     }
     let name = &bytes[..NAME];
     let end = name.iter().position(|&b| b == 0).unwrap_or(NAME);
@@ -894,7 +895,7 @@ pub(super) fn join() -> Option<(InterCommunicator, SimpleCommunicator, Secret)> 
     );
     let secret = match told {
         Received::Message(_) => Secret::try_from(secret.as_slice()).unwrap_or_default(),
-        Received::GaveUp | Received::Failed(_) => Secret::default(),
+        Received::GaveUp | Received::Failed(_) | Received::Dropped(_) => Secret::default(),
     };
     Some((parent, merged, secret))
 }
