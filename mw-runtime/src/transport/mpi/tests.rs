@@ -20,15 +20,19 @@ use std::mem::ManuallyDrop;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use mpi::topology::Communicator;
+use mpi::environment::Universe;
+use mpi::topology::{Communicator, SimpleCommunicator};
 
 use super::bootstrap::finalize;
 use super::framing::{Endpoint, FOLLOWS, Outgoing};
+use super::layout::Place;
+use super::lifeline::Lifelines;
 use super::master_link::{MpiMaster, recovery_enabled};
 use super::posted::Posted;
 use super::spawn::Spawner;
 use super::worker_link::MpiWorker;
 use super::{DONE, kill, layout, lifeline, parts};
+use crate::layout::Layout;
 use crate::protocol::Protocol;
 use crate::transport::{Chunk, Done, FromWorker, MasterLink, ToWorker, WorkerLink};
 
@@ -41,31 +45,48 @@ fn fate(rank: i32) -> &'static str {
     }
 }
 
+/// What a run has once MPI started: MPI itself, a duplicate of the world, the layout and the
+/// lifelines.
+struct Job {
+    /// Never finalized by dropping it: `finalize` leaves MPI out after a loss, on every rank,
+    /// and a failed assertion must not finalize it while unwinding either, since
+    /// `MPI_Finalize` would wait for a stopped rank for ever.
+    universe: ManuallyDrop<Universe>,
+    world: SimpleCommunicator,
+    layout: Option<(Layout, Vec<Place>)>,
+    lifelines: Option<Lifelines>,
+}
+
+/// Starts a job of `processes` launched with recovery, or fails saying how to launch it.
+fn start(processes: usize) -> Job {
+    let launched = crate::launch::detect().map(|launch| launch.size);
+    assert!(
+        launched == Some(processes) && recovery_enabled(),
+        "launch it with {processes} processes and recovery, e.g. `mpirun --mca \
+         orte_enable_recovery 1 -np {processes}` (this module's doc); it was launched with \
+         {launched:?} processes, recovery {}",
+        if recovery_enabled() { "on" } else { "off" }
+    );
+    let universe = ManuallyDrop::new(mpi::initialize().unwrap());
+    let world = universe.world().duplicate();
+    let layout = layout::gather(&world, 0);
+    let lifelines = lifeline::connect(&world, processes - 1, 0, Duration::from_secs(60));
+    Job {
+        universe,
+        world,
+        layout,
+        lifelines,
+    }
+}
+
 #[test]
 #[ignore = "needs 4 processes under an MPI launcher that keeps the job when a rank dies (see \
             this module's doc)"]
 fn a_dead_worker_is_lost_once_and_a_stopped_one_is_ended() {
-    let launched = crate::launch::detect().map(|launch| launch.size);
-    assert!(
-        launched == Some(4) && recovery_enabled(),
-        "launch it with 4 processes and recovery, e.g. `mpirun --mca orte_enable_recovery 1 -np \
-         4` (this module's doc); it was launched with {launched:?} processes, recovery {}",
-        if recovery_enabled() { "on" } else { "off" }
-    );
-    // `finalize` leaves MPI unfinalized after a loss, on every rank; nor may a failed assertion
-    // finalize it while unwinding: `MPI_Finalize` would wait for the stopped rank for ever.
-    let universe = ManuallyDrop::new(mpi::initialize().unwrap());
-    let world = universe.world().duplicate();
-    let layout = layout::gather(&world, 0);
-    let lifelines = lifeline::connect(
-        &world,
-        world.size() as usize - 1,
-        0,
-        Duration::from_secs(60),
-    );
-    if world.rank() != 0 {
-        let rank = world.rank();
-        let mut link = MpiWorker::<u32, u32>::new(world, Protocol::Async);
+    let job = start(4);
+    if job.world.rank() != 0 {
+        let rank = job.world.rank();
+        let mut link = MpiWorker::<u32, u32>::new(job.world, Protocol::Async);
         loop {
             match WorkerLink::<u32, u32, u32>::recv(&mut link) {
                 Some(ToWorker::Chunk(chunk)) => match fate(rank) {
@@ -103,16 +124,16 @@ fn a_dead_worker_is_lost_once_and_a_stopped_one_is_ended() {
             "the Stop after a loss says to leave unfinalized"
         );
         drop(link);
-        finalize(Some(ManuallyDrop::into_inner(universe)), true);
+        finalize(Some(ManuallyDrop::into_inner(job.universe)), true);
         return;
     }
 
     let spawner = Spawner::new(3, 3, None);
     let mut link = MpiMaster::<u32, u32, u32>::new(
-        world,
+        job.world,
         Protocol::Async,
-        layout,
-        lifelines,
+        job.layout,
+        job.lifelines,
         spawner,
         Duration::from_secs(60),
     );
@@ -177,7 +198,7 @@ fn a_dead_worker_is_lost_once_and_a_stopped_one_is_ended() {
     assert!(after.is_none(), "nothing more, but {after:?}");
     assert!(link.lost_any());
     drop(link);
-    finalize(Some(ManuallyDrop::into_inner(universe)), true);
+    finalize(Some(ManuallyDrop::into_inner(job.universe)), true);
     eprintln!(
         "worker 1 reported lost {:.2} ms after its SIGKILL",
         lost_after.unwrap_or_default().as_secs_f64() * 1e3,
@@ -188,22 +209,12 @@ fn a_dead_worker_is_lost_once_and_a_stopped_one_is_ended() {
 #[ignore = "needs 2 processes under an MPI launcher that keeps the job when a rank dies (see \
             this module's doc)"]
 fn a_worker_stopped_in_the_middle_of_a_long_message_is_given_up() {
-    let launched = crate::launch::detect().map(|launch| launch.size);
-    assert!(
-        launched == Some(2) && recovery_enabled(),
-        "launch it with 2 processes and recovery, e.g. `mpirun --mca orte_enable_recovery 1 -np \
-         2` (this module's doc); it was launched with {launched:?} processes, recovery {}",
-        if recovery_enabled() { "on" } else { "off" }
-    );
-    let universe = ManuallyDrop::new(mpi::initialize().unwrap());
-    let world = universe.world().duplicate();
-    let layout = layout::gather(&world, 0);
-    let lifelines = lifeline::connect(&world, 1, 0, Duration::from_secs(60));
-    if world.rank() != 0 {
+    let job = start(2);
+    if job.world.rank() != 0 {
         // The announcement of a 4 MiB answer, and then nothing: as a sender stopped between
         // its parts, or one whose parts move only with its MPI's progress (TCP), which a
         // stopped process never makes.
-        let end = Endpoint::new(world);
+        let end = Endpoint::new(job.world);
         let header = Outgoing::Own(parts::announcement(4 << 20).to_vec());
         let _announced = Posted::send(&end.comms.inline, 0, DONE | FOLLOWS, header, 0..8, false);
         std::thread::sleep(Duration::from_secs(30));
@@ -213,10 +224,10 @@ fn a_worker_stopped_in_the_middle_of_a_long_message_is_given_up() {
     let patience = Duration::from_secs(1);
     let spawner = Spawner::new(1, 1, None);
     let mut link = MpiMaster::<u32, u32, u32>::new(
-        world,
+        job.world,
         Protocol::Async,
-        layout,
-        lifelines,
+        job.layout,
+        job.lifelines,
         spawner,
         patience,
     );
@@ -234,7 +245,7 @@ fn a_worker_stopped_in_the_middle_of_a_long_message_is_given_up() {
     assert!(after < Duration::from_secs(5), "reported after {after:?}");
     assert!(link.lost_any());
     drop(link);
-    finalize(Some(ManuallyDrop::into_inner(universe)), true);
+    finalize(Some(ManuallyDrop::into_inner(job.universe)), true);
     eprintln!(
         "the stopped worker was reported lost after {:.2} s",
         after.as_secs_f64()
